@@ -1,0 +1,32 @@
+"""tinytf: a tiny, fully traceable Transformer shared by every chapter of the book.
+
+Modules, in the order the book teaches them:
+config -> norms -> ffn -> positions -> attention -> blocks -> models -> generation
+-> parameters -> causality -> tracing -> viz (optional: needs plotly/matplotlib/ipywidgets).
+"""
+from .config import TinyConfig, config_2017, config_2026
+from .errors import TinyTFInputError
+from .tokens import encode, decode, token_labels
+from .norms import RMSNorm, LayerNorm, make_norm
+from .ffn import MLP, SwiGLU, make_ffn
+from .positions import RoPE, SinusoidalPositions, LearnedPositions, sinusoidal_table, rope_angles
+from .attention import attention, causal_mask, Attention, KVCache, LayerCache
+from .blocks import DecoderBlock, EncoderBlock, CrossDecoderBlock, make_connection
+from .models import TinyTransformer, EncoderDecoder, check_ids, init_weights
+from .generation import generate, generate_seq2seq, pick_next
+from .parameters import (parameter_table, format_table, count_parameters, meta_model, approx_layer_params,
+                         exact_layer_params, LLAMA3_8B, GPT2_SMALL)
+from .causality import causality_check, causality_sweep, sweep_report, broken_mask, off_by_one_mask
+from .tracing import run_with_trace, recording, Trace, TRACE_NAMES
+
+__version__ = "0.1.0"
+
+
+def seed_everything(seed: int = 0):
+    """Seed torch and Python's random module so a chapter gives the same numbers on every run."""
+    import random
+
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)

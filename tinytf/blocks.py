@@ -1,0 +1,106 @@
+"""Blocks: the stackable unit. Each sublayer (attention or FFN) is joined to the residual
+stream by a *connection* chosen at construction:
+
+    pre-norm  (modern):   x + F(Norm(x))
+    post-norm (2017):     Norm(x + F(x))
+    without residual:     F(Norm(x))   or   Norm(F(x))      (experiments only)
+
+so the block's forward reads like the two formulas of the source page:
+    U  = H + Attn(Norm1(H))
+    H' = U + FFN(Norm2(U))
+"""
+from __future__ import annotations
+
+from torch import nn
+
+from .attention import Attention
+from .config import TinyConfig
+from .ffn import make_ffn
+from .hooks import Hook
+from .norms import make_norm
+
+
+class Connection(nn.Module):
+    """Joins a sublayer F (with its norm) to the residual stream x. Subclasses pick the wiring."""
+
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.drop = nn.Dropout(cfg.dropout)
+
+
+class PreNorm(Connection):
+    def forward(self, x, norm, f):
+        return x + self.drop(f(norm(x)))  # modern: the stream x passes through untouched
+
+
+class PostNorm(Connection):
+    def forward(self, x, norm, f):
+        return norm(x + self.drop(f(x)))  # 2017: the stream itself is normalised after every add
+
+
+class PreNormNoResidual(Connection):
+    def forward(self, x, norm, f):
+        return self.drop(f(norm(x)))
+
+
+class PostNormNoResidual(Connection):
+    def forward(self, x, norm, f):
+        return norm(self.drop(f(x)))
+
+
+def make_connection(cfg: TinyConfig) -> Connection:
+    table = {("pre", True): PreNorm, ("post", True): PostNorm,
+             ("pre", False): PreNormNoResidual, ("post", False): PostNormNoResidual}
+    return table[cfg.norm_position, cfg.residual](cfg)
+
+
+class DecoderBlock(nn.Module):
+    """Decoder-only block (GPT, Llama): causal self-attention then FFN."""
+
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.norm1, self.attn = make_norm(cfg), Attention(cfg, causal=True)
+        self.norm2, self.ffn = make_norm(cfg), make_ffn(cfg)
+        self.connect = make_connection(cfg)
+        self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_post = Hook(), Hook(), Hook()
+
+    def forward(self, x, cache=None):  # x: [B, T, C] -> [B, T, C]
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(self.connect(x, self.norm1, lambda h: self.attn(h, cache=cache)))
+        return self.hook_resid_post(self.connect(x, self.norm2, self.ffn))
+
+
+class EncoderBlock(nn.Module):
+    """Encoder block (BERT): bidirectional self-attention (no mask) then FFN."""
+
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.norm1, self.attn = make_norm(cfg), Attention(cfg, causal=False)
+        self.norm2, self.ffn = make_norm(cfg), make_ffn(cfg)
+        self.connect = make_connection(cfg)
+        self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_post = Hook(), Hook(), Hook()
+
+    def forward(self, x):  # x: [B, S, C] -> [B, S, C]
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(self.connect(x, self.norm1, self.attn))
+        return self.hook_resid_post(self.connect(x, self.norm2, self.ffn))
+
+
+class CrossDecoderBlock(nn.Module):
+    """Encoder-decoder decoder block (2017, T5): masked self-attention, cross-attention to the
+    encoder output (the only path from encoder to decoder), then FFN: three sublayers."""
+
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.norm1, self.attn = make_norm(cfg), Attention(cfg, causal=True)
+        self.norm_cross, self.cross_attn = make_norm(cfg), Attention(cfg, cross=True)
+        self.norm2, self.ffn = make_norm(cfg), make_ffn(cfg)
+        self.connect = make_connection(cfg)
+        self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_cross, self.hook_resid_post = (
+            Hook(), Hook(), Hook(), Hook())
+
+    def forward(self, x, memory, cache=None):  # x: [B, T, C], memory: [B, S, C] -> [B, T, C]
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(self.connect(x, self.norm1, lambda h: self.attn(h, cache=cache)))
+        x = self.hook_resid_cross(self.connect(x, self.norm_cross, lambda h: self.cross_attn(h, context=memory)))
+        return self.hook_resid_post(self.connect(x, self.norm2, self.ffn))

@@ -1,0 +1,48 @@
+"""Normalisation: LayerNorm (2017) and RMSNorm (modern). Both act on each token's
+feature vector separately: shape in = shape out, positions never mix."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .config import TinyConfig
+from .hooks import Hook
+
+
+class RMSNorm(nn.Module):
+    """y = x / sqrt(mean(x^2) + eps) * gamma. No centring, no beta (like LlamaRMSNorm)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma
+        self.hook_out = Hook()
+
+    def forward(self, x):  # x: [..., C]
+        rms = x.pow(2).mean(-1, keepdim=True).add(self.eps).sqrt()  # [..., 1]
+        return self.hook_out(x / rms * self.weight)
+
+
+class LayerNorm(nn.Module):
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta (beta only when bias=True)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma
+        self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None  # beta
+        self.hook_out = Hook()
+
+    def forward(self, x):  # x: [..., C]
+        mean = x.mean(-1, keepdim=True)  # [..., 1]
+        var = x.var(-1, keepdim=True, unbiased=False)  # [..., 1]
+        y = (x - mean) / torch.sqrt(var + self.eps) * self.weight
+        if self.bias is not None:
+            y = y + self.bias
+        return self.hook_out(y)
+
+
+def make_norm(cfg: TinyConfig) -> nn.Module:
+    if cfg.norm == "rms":
+        return RMSNorm(cfg.d_model, cfg.eps)
+    return LayerNorm(cfg.d_model, cfg.eps, bias=cfg.bias)

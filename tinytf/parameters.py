@@ -1,0 +1,115 @@
+"""Parameter counting: a table by component for any tinytf model, and exact counts for real
+model sizes (Llama 3 8B, GPT-2 small) built on the meta device, so no memory is allocated."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .config import TinyConfig
+
+LLAMA3_8B = TinyConfig(vocab_size=128256, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336,
+                       norm="rms", ffn="swiglu", pos="rope", bias=False, tie_embeddings=False, max_seq_len=8192)
+GPT2_SMALL = TinyConfig(vocab_size=50257, d_model=768, n_layers=12, n_heads=12, d_ff=3072, norm="layer",
+                        ffn="gelu", pos="learned", max_seq_len=1024, bias=True, tie_embeddings=True)
+
+_SUBLAYER = {"attn": "attention (Q/K/V/O)", "cross_attn": "cross-attention (Q/K/V/O)", "ffn": "FFN",
+             "norm1": "norms", "norm2": "norms", "norm_cross": "norms"}
+_TOP = {"embed": "embedding", "pos": "positions (learned)", "final_norm": "final norm", "lm_head": "LM head"}
+
+
+@dataclass
+class ParamRow:
+    label: str
+    count: int
+
+
+def _key(name: str):
+    """'blocks.0.attn.q_proj.weight' -> ('', 'layer', 'attention (Q/K/V/O)');
+    'encoder.embed.weight' -> ('encoder', 'top', 'embedding')."""
+    parts = name.split(".")
+    stack = parts.pop(0) if parts[0] in ("encoder", "decoder") else ""
+    if parts[0] == "blocks":
+        return stack, "layer", _SUBLAYER[parts[2]]
+    return stack, "top", _TOP[parts[0]]
+
+
+def parameter_table(model: nn.Module) -> list:
+    """Rows by component, in forward order. A tied tensor (LM head = embedding) is counted once,
+    at the embedding, and the head's row says so."""
+    counts = {}
+    for name, p in model.named_parameters():  # named_parameters() skips the second name of a tied tensor
+        counts[_key(name)] = counts.get(_key(name), 0) + p.numel()
+    cfg = getattr(model, "config", None)
+    rows = []
+    for stack in ("encoder", "decoder", ""):
+        owner = getattr(model, stack, None) if stack else model
+        blocks = getattr(owner, "blocks", None)
+        if blocks is None:
+            continue
+        pre = stack + " " if stack else ""
+        for part in ("embedding", "positions (learned)"):
+            if (stack, "top", part) in counts:
+                rows.append(ParamRow(pre + part, counts[(stack, "top", part)]))
+        n = len(blocks)
+        per_block = [sum(p.numel() for p in b.parameters()) for b in blocks]
+        assert len(set(per_block)) <= 1, "layers of one stack differ in size"
+        total = 0
+        for part in ("attention (Q/K/V/O)", "cross-attention (Q/K/V/O)", "FFN", "norms"):
+            c = counts.get((stack, "layer", part))
+            if c is not None:
+                rows.append(ParamRow(f"{pre}per layer: {part}", c // n))
+                total += c // n
+        rows.append(ParamRow(f"{pre}per layer total", total))
+        rows.append(ParamRow(f"{pre}x {n} layers", total * n))
+        if (stack, "top", "final norm") in counts:
+            rows.append(ParamRow(pre + "final norm", counts[(stack, "top", "final norm")]))
+    tied = cfg is not None and cfg.tie_embeddings
+    rows.append(ParamRow("LM head (tied: shares the embedding)" if tied else "LM head",
+                         0 if tied else counts.get(("", "top", "LM head"), 0)))
+    rows.append(ParamRow("total", sum(p.numel() for p in model.parameters())))
+    return rows
+
+
+def format_table(rows, title: str | None = None) -> str:
+    """Plain-text table (compared exactly by nbval)."""
+    width = max(len(r.label) for r in rows)
+    rule = "-" * (width + 15)
+    lines = ([title] if title else []) + [f"{'component':<{width}}  {'parameters':>13}", rule]
+    for r in rows:
+        if r.label == "total":
+            lines.append(rule)
+        lines.append(f"{r.label:<{width}}  {r.count:>13,}")
+    return "\n".join(lines)
+
+
+def meta_model(cfg: TinyConfig, kind: str = "decoder"):
+    """Build a model on the meta device: shapes only, no memory, no initialisation cost."""
+    from .models import EncoderDecoder, TinyTransformer
+
+    with torch.device("meta"):
+        return (TinyTransformer if kind == "decoder" else EncoderDecoder)(cfg)
+
+
+def count_parameters(cfg: TinyConfig, kind: str = "decoder") -> int:
+    """Exact parameter count of the model a config describes, without allocating it."""
+    return sum(p.numel() for p in meta_model(cfg, kind).parameters())
+
+
+def approx_layer_params(d_model: int, r: float) -> float:
+    """The source page's estimate for one block: 4 d^2 (Q, K, V, O) + 3 r d^2 (SwiGLU with d_ff = r d).
+    It assumes full-size K/V (no GQA) and ignores norms and biases."""
+    return 4 * d_model**2 + 3 * r * d_model**2
+
+
+def exact_layer_params(cfg: TinyConfig) -> dict:
+    """Exact per-layer counts by sublayer, from a meta-device block."""
+    from .blocks import DecoderBlock
+
+    with torch.device("meta"):
+        block = DecoderBlock(cfg)
+    parts = {"attention": block.attn, "ffn": block.ffn, "norms": nn.ModuleList([block.norm1, block.norm2])}
+    out = {k: sum(p.numel() for p in m.parameters()) for k, m in parts.items()}
+    out["total"] = sum(out.values())
+    return out

@@ -1,0 +1,36 @@
+"""Byte-level tokens: each UTF-8 byte is one token id in [0, 256). No training, no download."""
+from __future__ import annotations
+
+import torch
+
+from .errors import TinyTFInputError
+
+
+def encode(text: str, vocab_size: int = 256) -> torch.Tensor:
+    """'cat' -> tensor([99, 97, 116]). Raises TinyTFInputError for empty text or bytes >= vocab_size."""
+    if not isinstance(text, str):
+        raise TinyTFInputError(f"encode: expected a string, got {type(text).__name__}")
+    if text == "":
+        raise TinyTFInputError("encode: the text is empty; type at least one character")
+    data = text.encode("utf-8")
+    bad = [c for c in text if any(b >= vocab_size for b in c.encode("utf-8"))]
+    if bad:
+        raise TinyTFInputError(
+            f"encode: {''.join(dict.fromkeys(bad))!r} cannot be encoded: this model's vocabulary has "
+            f"{vocab_size} byte tokens (ids 0..{vocab_size - 1})"
+        )
+    return torch.tensor(list(data), dtype=torch.long)
+
+
+def decode(ids) -> str:
+    """Token ids -> text (invalid UTF-8 shown as replacement characters)."""
+    return bytes(int(i) for i in torch.as_tensor(ids).flatten()).decode("utf-8", errors="replace")
+
+
+def token_labels(ids) -> list:
+    """Readable label per token for plot axes: the character, or its id when unprintable."""
+    out = []
+    for i in torch.as_tensor(ids).flatten().tolist():
+        ch = chr(i) if 32 <= i < 127 else None
+        out.append(repr(ch)[1:-1] if ch is not None else f"#{i}")
+    return out
