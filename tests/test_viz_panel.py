@@ -1,0 +1,170 @@
+"""tinytf.viz.live_panel: driving the widgets programmatically redraws the figure from a new
+trace; bad input becomes a message in the panel, never a traceback."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tinytf
+from tinytf import viz
+from tinytf.viz.panel import RANDOM, LivePanel
+
+SMALL = tinytf.TinyConfig(d_model=16, n_heads=2, d_ff=64, n_layers=2)
+
+
+def first_heatmap(fig):
+    return np.asarray(next(t for t in fig.data if t.type == "heatmap" and t.visible is not False).z, dtype=float)
+
+
+def traced(panel, text):
+    with torch.no_grad():
+        return panel.model().run_with_trace(tinytf.encode(text))[1]
+
+
+@pytest.fixture
+def panel(capsys):
+    p = viz.live_panel(text="cat", config=SMALL)
+    yield p
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err  # nothing leaked out of the panel
+
+
+def test_panel_starts_with_a_real_figure(panel):
+    assert isinstance(panel, LivePanel)
+    assert panel.message.value == ""
+    assert [f.name for f in panel.figure.frames][:3] == ["embed", "norm1", "qkv"]
+    np.testing.assert_array_equal(first_heatmap(panel.figure), traced(panel, "cat")["tok_embed"][0].double().numpy())
+
+
+def test_text_change_retraces(panel):
+    before = panel.figure
+    panel.text.value = "dog"
+    assert panel.figure is not before and panel.message.value == ""
+    np.testing.assert_array_equal(first_heatmap(panel.figure), traced(panel, "dog")["tok_embed"][0].double().numpy())
+    assert list(panel.figure.data[0].y) == ["0: d", "1: o", "2: g"]
+
+
+def test_seed_norm_position_and_ffn_rebuild_the_model(panel):
+    model0 = panel.model()
+    panel.seed.value = 3
+    assert panel.model() is not model0
+    tinytf.seed_everything(3)
+    np.testing.assert_array_equal(panel.model().embed.weight.detach().numpy(),
+                                  tinytf.TinyTransformer(SMALL).embed.weight.detach().numpy())
+    panel.norm.value = "layer"
+    assert isinstance(panel.model().blocks[0].norm1, tinytf.LayerNorm)
+    panel.norm_position.value = "post"
+    assert "norm1" not in [f.name for f in panel.figure.frames]  # post-norm: the norm sits after the add
+    panel.ffn.value = "relu"
+    act = next(f for f in panel.figure.frames if f.name == "act")
+    assert "ReLU" in act.layout.title.text
+    post = traced(panel, "cat")["blocks.0.ffn.post"][0].double().numpy()
+    (hm,) = [t for t in act.data if t.name and t.name.startswith("ReLU(x·W1)")]
+    np.testing.assert_array_equal(np.asarray(hm.z), post)
+
+
+def test_view_head_and_layer_selectors(panel):
+    panel.view.value = "attention"
+    names = [t.name for t in panel.figure.data if t.type == "heatmap" and "masked" not in t.name]
+    assert names == ["mean of heads", "head 0", "head 1"]
+    panel.head.value = 1
+    (t,) = [t for t in panel.figure.data if t.type == "heatmap" and "masked" not in t.name]
+    w = traced(panel, "cat")["blocks.0.attn.weights"][0, 1].double().numpy()
+    z = np.asarray(t.z, dtype=float)
+    np.testing.assert_array_equal(z[~np.isnan(z)], w[np.tril_indices(3)])
+    panel.layer.value = 1
+    (t,) = [t for t in panel.figure.data if t.type == "heatmap" and "masked" not in t.name]
+    w = traced(panel, "cat")["blocks.1.attn.weights"][0, 1].double().numpy()
+    np.testing.assert_array_equal(np.asarray(t.z, dtype=float)[~np.isnan(z)], w[np.tril_indices(3)])
+    panel.view.value = "residual_ffn"
+    heat = [t for t in panel.figure.data if t.type == "heatmap"]
+    np.testing.assert_array_equal(np.asarray(heat[2].z), traced(panel, "cat")["blocks.1.resid_post"][0].double().numpy())
+    panel.view.value = "ffn"
+    assert "FFN" in panel.figure.layout.title.text
+    panel.view.value = "residual_attn"
+    assert "attention sublayer" in panel.figure.layout.title.text
+
+
+@pytest.mark.parametrize("text,config,expected", [
+    ("", SMALL, "empty"),
+    ("abcdef", SMALL.replace(max_seq_len=4), "max_seq_len is 4"),
+    ("caf\u00e9", SMALL.replace(vocab_size=128), "vocabulary has 128 byte tokens"),
+    ("x" * 40, SMALL, "at most 32 tokens"),
+])
+def test_bad_input_is_a_message(capsys, text, config, expected):
+    p = viz.live_panel(text="ok", config=config)
+    good = p.figure
+    assert good is not None and p.message.value == ""
+    p.text.value = text
+    assert expected in p.message.value
+    assert "still shows the last valid input" in p.message.value
+    assert p.figure is good  # the last good figure stays
+    p.text.value = "ok"  # and the panel recovers
+    assert p.message.value == "" and p.figure is not good
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+
+
+def test_impossible_settings_and_errors_are_messages(capsys):
+    p = viz.live_panel(text="hi", config=SMALL)
+
+    def broken():
+        raise RuntimeError("checkpoint file is corrupt")
+
+    p.checkpoints["broken"] = broken
+    p.weights.options = [RANDOM, "broken"]
+    p.weights.value = "broken"
+    assert "RuntimeError: checkpoint file is corrupt" in p.message.value
+    assert "Traceback" not in capsys.readouterr().out
+
+
+def test_trained_checkpoint_hook():
+    tiny = tinytf.TinyConfig(d_model=12, n_heads=3, d_ff=48, n_layers=1)
+
+    def load():
+        tinytf.seed_everything(7)
+        return tinytf.TinyTransformer(tiny)
+
+    p = viz.live_panel(text="cat", config=SMALL, checkpoints={"trained: toy": load}, view="attention")
+    assert list(p.weights.options) == [RANDOM, "trained: toy"]
+    p.weights.value = "trained: toy"
+    assert p.message.value == ""
+    assert p.model().config == tiny
+    assert p.norm.disabled and p.ffn.disabled and p.norm_position.disabled  # the checkpoint fixes them
+    assert [v for _, v in p.head.options] == ["all", "mean", 0, 1, 2]
+    names = [t.name for t in p.figure.data if t.type == "heatmap" and "masked" not in t.name]
+    assert names == ["mean of heads", "head 0", "head 1", "head 2"]
+    p.weights.value = RANDOM
+    assert not p.norm.disabled and p.model().config == SMALL.replace(norm="rms")
+
+
+def test_static_book_fallback_note():
+    p = viz.live_panel(text="ab", config=SMALL)
+    bundle = p._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "needs a live kernel" in bundle["text/html"] and "Binder or Colab" in bundle["text/html"]
+    assert bundle["text/plain"] == "tinytf live panel (needs a live kernel)"
+
+
+def test_shipped_checkpoints_are_offered(monkeypatch):
+    import tinytf.pretrained as pretrained
+
+    tiny = tinytf.TinyConfig(d_model=8, n_heads=2, d_ff=32, n_layers=1)
+    asked = []
+
+    def names(kind=None):
+        asked.append(kind)
+        return ["toy-decoder"]
+
+    def load(name):
+        assert name == "toy-decoder"
+        return tinytf.TinyTransformer(tiny).eval()
+
+    monkeypatch.setattr(pretrained, "names", names)
+    monkeypatch.setattr(pretrained, "load", load)
+    p = viz.live_panel(text="cat", config=SMALL)
+    assert asked == ["decoder"]  # seq2seq checkpoints do not fit the block views
+    assert list(p.weights.options) == [RANDOM, "trained: toy-decoder"]
+    p.weights.value = "trained: toy-decoder"
+    assert p.message.value == "" and p.model().config == tiny

@@ -1,0 +1,120 @@
+"""Attention maps: query x key weights per head and averaged over heads, read from the trace."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import TinyTFInputError
+from .common import (FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, arr, axis_labels, get_traced, make_figure, need)
+
+KINDS = ("self", "cross", "encoder")
+
+
+def attention_names(trace, layer: int, kind: str = "self"):
+    """(weights name, masked-scores name or None) for this kind of attention in this trace."""
+    if kind not in KINDS:
+        raise TinyTFInputError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
+    if kind == "cross":
+        p = f"decoder.blocks.{layer}.cross_attn."
+        if p + "weights" not in trace:
+            raise TinyTFInputError(
+                f"no cross-attention in this trace for layer {layer}: cross-attention exists only in an "
+                "EncoderDecoder (decoder.blocks.{i}.cross_attn.weights)")
+    elif kind == "encoder":
+        p = f"encoder.blocks.{layer}.attn."
+    else:
+        p = f"blocks.{layer}.attn." if f"blocks.{layer}.attn.weights" in trace else f"decoder.blocks.{layer}.attn."
+    need(trace, p + "weights")
+    return p + "weights", (p + "masked_scores" if p + "masked_scores" in trace else None)
+
+
+def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", labels=None, batch: int = 0,
+                  heads: str = "all", cols: int | None = None):
+    """Heatmaps of attention weights, query (rows) x key (columns): the mean over heads first,
+    then one panel per head (``heads``: "all" | "mean" | "each" | a head index), sharing one 0..1 colour scale. Masked cells (the causal mask's
+    -inf scores) are grey with an x and hover "masked". kind="cross" (EncoderDecoder) shows
+    target (rows) x source (columns); kind="encoder" the encoder's bidirectional self-attention.
+
+    ``model_or_trace``: a model with ``ids`` (string / ids; a (src, tgt) pair for an EncoderDecoder)
+    or a Trace (then ``labels``: a list of query labels, or (target labels, source labels))."""
+    t = get_traced(model_or_trace, ids, labels=labels, batch=batch)
+    wname, mname = attention_names(t.trace, layer, kind)
+    w = arr(t.trace[wname])[t.batch]  # [H, T, S]
+    H, T, S = w.shape
+    masked = np.isneginf(arr(t.trace[mname])[t.batch]) if mname else np.zeros_like(w, dtype=bool)
+    if kind == "encoder":  # the encoder reads the source: queries and keys are source positions
+        qlab = klab = axis_labels(t.source_labels or t.labels, T)
+    elif kind == "cross":
+        qlab, klab = axis_labels(t.labels, T), axis_labels(t.source_labels, S)
+    else:
+        qlab = klab = axis_labels(t.labels, T)
+    if isinstance(heads, int) and not isinstance(heads, bool):
+        if not 0 <= heads < H:
+            raise TinyTFInputError(f"head {heads} does not exist: this layer has {H} heads (0..{H - 1})")
+        panels = [(f"head {heads}", w[heads], masked[heads])]
+    elif heads in ("all", "mean", "each"):
+        panels = [("mean of heads", w.mean(0), masked.all(0))] if heads in ("all", "mean") else []
+        if heads in ("all", "each"):
+            panels += [(f"head {h}", w[h], masked[h]) for h in range(H)]
+    else:
+        raise TinyTFInputError(f"heads must be 'all', 'mean', 'each' or a head index; got {heads!r}")
+    n = len(panels)
+    cols = cols or min(n, 5)
+    rows = math.ceil(n / cols)
+    gap_x, gap_y = 0.05, 0.16 / max(rows, 1)
+    pw = (1 - gap_x * (cols - 1)) / cols
+    ph = (1 - gap_y * (rows - 1)) / rows
+    q_name, k_name = ("target", "source") if kind == "cross" else ("query", "key")
+    data, layout = [], {}
+    annotations = []
+    for i, (name, z, mk) in enumerate(panels):
+        r, c = divmod(i, cols)
+        ax = "" if i == 0 else str(i + 1)
+        x0 = c * (pw + gap_x)
+        y1 = 1 - r * (ph + gap_y)
+        layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + pw], anchor=f"y{ax}", type="category", tickangle=0,
+                                    title=dict(text=k_name, font=dict(size=11)), fixedrange=True,
+                                    tickfont=dict(size=11))
+        layout[f"yaxis{ax}"] = dict(domain=[y1 - ph, y1], anchor=f"x{ax}", type="category", autorange="reversed",
+                                    title=dict(text=q_name if c == 0 else "", font=dict(size=11)),
+                                    showticklabels=c == 0 or T > 8, fixedrange=True, tickfont=dict(size=11))
+        custom = [[[qlab[a], klab[bb]] for bb in range(S)] for a in range(T)]
+        data.append(dict(
+            type="heatmap", z=np.where(mk, np.nan, z), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
+            coloraxis="coloraxis", customdata=custom, xgap=1, ygap=1, name=name,
+            hovertemplate=(f"<b>{name}</b><br>{q_name} %{{customdata[0]}}<br>{k_name} %{{customdata[1]}}"
+                           "<br>weight %{z:.3f}<extra></extra>"),
+        ))
+        if mk.any():
+            data.append(dict(
+                type="heatmap", z=np.where(mk, 1.0, np.nan), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
+                colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False, xgap=1, ygap=1,
+                name=f"{name} (masked)", customdata=custom,
+                hovertemplate=(f"<b>{name}</b><br>{q_name} %{{customdata[0]}}<br>{k_name} %{{customdata[1]}}"
+                               "<br>masked: a later position, weight 0<extra></extra>"),
+            ))
+            qi, kj = np.nonzero(mk)
+            data.append(dict(type="scatter", x=[klab[j] for j in kj], y=[qlab[i] for i in qi], xaxis=f"x{ax}",
+                             yaxis=f"y{ax}", mode="markers", hoverinfo="skip", name=f"{name} mask marks",
+                             marker=dict(symbol="x-thin", size=10, line=dict(width=1.5, color=MASK_MARK))))
+        annotations.append(dict(text=f"<b>{name}</b>", x=x0 + pw / 2, y=y1, xref="paper", yref="paper",
+                                yanchor="bottom", showarrow=False, font=dict(size=12)))
+    what = {"self": "causal self-attention" if mname else "self-attention",
+            "cross": "cross-attention", "encoder": "encoder self-attention"}[kind]
+    sub = ("each row sums to 1; grey ✕ = masked (a later position)" if masked.any()
+           else "each row sums to 1; no mask")
+    if kind == "cross":
+        sub = "each target row sums to 1 over the source; the decoder's only view of the encoder"
+    cell = 34 if max(T, S) <= 8 else 20
+    height = int(150 + rows * (max(T, 3) * cell + 60))
+    layout.update(
+        font=FONT, height=height, margin=dict(l=70, r=70, t=86, b=50), plot_bgcolor="white",
+        title=dict(text=(f"<b>Layer {layer} {what}: which {k_name} each {q_name} reads</b>"
+                         f"<br><span style='font-size:12px'>{sub}</span>"),
+                   x=0.01, xanchor="left"),
+        coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                       colorbar=dict(title=dict(text="weight"), thickness=12, len=0.9)),
+        annotations=annotations, showlegend=False,
+    )
+    return make_figure(data, layout)

@@ -1,0 +1,113 @@
+"""FFN expansion: C -> d_ff -> C per token (and SiLU(gate) * up for SwiGLU), with how many
+hidden units are exactly zero (ReLU) or near zero (GELU, SiLU), counted in the trace."""
+from __future__ import annotations
+
+
+from .common import (DIVERGING, FONT, OKABE_ITO, arr, axis_labels, block_prefix, get_traced, is_post_norm,
+                     make_figure, sym_range)
+
+NEAR_ZERO = 1e-2
+
+
+def ffn_parts(trace, layer: int = 0):
+    """[(label, trace name, is_hidden)] from the FFN input to its output, for this block."""
+    p = block_prefix(trace, layer)
+    post = is_post_norm(trace, p, None)
+    x_in = (p + "resid_mid", "x = U") if post else (p + "norm2.out", "x = Norm2(U)")
+    if p + "ffn.gate" in trace:  # SwiGLU
+        mid = [("gate = x·W_gate", p + "ffn.gate", True), ("up = x·W_up", p + "ffn.up", True),
+               ("SiLU(gate)", p + "ffn.act", True), ("h = SiLU(gate) ⊙ up", p + "ffn.post", True)]
+        down = "h·W_down"
+    else:
+        mid = [("x·W1", p + "ffn.pre", True), ("h = act(x·W1)", p + "ffn.post", True)]
+        down = "h·W2"
+    return [(x_in[1], x_in[0], False)] + mid + [(f"FFN(x) = {down}", p + "ffn.out", False)]
+
+
+def ffn_sparsity(model_or_trace, ids=None, layer: int = 0, near: float = NEAR_ZERO, batch=None):
+    """{label: (fraction exactly 0, fraction with |h| < near)} for each hidden tensor after an
+    activation (ReLU/GELU: the hidden h; SwiGLU: SiLU(gate) and h), counted over the whole trace
+    tensor (all batch rows and positions) unless ``batch`` picks one sequence."""
+    t = get_traced(model_or_trace, ids)
+    out = {}
+    for label, name, hidden in ffn_parts(t.trace, layer):
+        if not hidden or name.endswith(("ffn.pre", "ffn.gate", "ffn.up")):
+            continue
+        h = t.trace[name] if batch is None else t.trace[name][batch]
+        out[label] = (float((h == 0).float().mean()), float((h.abs() < near).float().mean()))
+    return out
+
+
+def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NEAR_ZERO, batch: int = 0):
+    """Stacked heatmaps, each drawn at its true width: the FFN input [T, C], the hidden tensors
+    [T, d_ff] (d_ff = 4C in the classic block, so 4x as wide) and the output [T, C]; a bar chart
+    gives the fraction of hidden units exactly zero and near zero (|h| < ``near``)."""
+    t = get_traced(model, ids, labels=labels, batch=batch)
+    parts = ffn_parts(t.trace, layer)
+    mats = [arr(t.trace[name])[t.batch] for _, name, _ in parts]
+    T, C = mats[0].shape
+    Fh = max(m.shape[-1] for m in mats)
+    ylab = axis_labels(t.labels, T)
+    sparsity = ffn_sparsity(t.trace, layer=layer, near=near, batch=t.batch)
+    m_hid = sym_range(*[m for m, (_, _, hid) in zip(mats, parts) if hid])
+    n = len(parts)
+    left_w = 0.66
+    gap = 0.05
+    ph = (1 - gap * (n - 1)) / n
+    data, layout, annotations = [], {}, []
+    # three colour scales: the FFN input, the hidden tensors, the FFN output (often much smaller)
+    groups = {"in": [0], "hidden": [i for i, p in enumerate(parts) if p[2]], "out": [n - 1]}
+    axis_of = {0: "coloraxis", n - 1: "coloraxis3"}
+    for i, ((label, name, hidden), z) in enumerate(zip(parts, mats)):
+        ax = "" if i == 0 else str(i + 1)
+        width = left_w * z.shape[-1] / Fh
+        x0 = (left_w - width) / 2
+        y1 = 1 - i * (ph + gap)
+        layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + width], anchor=f"y{ax}", fixedrange=True, showgrid=False,
+                                    zeroline=False, tickfont=dict(size=9), nticks=5)
+        layout[f"yaxis{ax}"] = dict(domain=[y1 - ph, y1], anchor=f"x{ax}", type="category", autorange="reversed",
+                                    fixedrange=True, tickfont=dict(size=10))
+        data.append(dict(type="heatmap", z=z, y=ylab, xaxis=f"x{ax}", yaxis=f"y{ax}", ygap=1, name=label,
+                         coloraxis=axis_of.get(i, "coloraxis2"),
+                         hovertemplate=f"<b>{label}</b><br>token %{{y}}<br>unit %{{x}}<br>value %{{z:.4g}}"
+                                       f"<extra>{name}</extra>"))
+        annotations.append(dict(text=f"<b>{label}</b> [{T}, {z.shape[-1]}]", x=left_w / 2, y=y1, xref="paper",
+                                yref="paper", yanchor="bottom", showarrow=False, font=dict(size=11)))
+    labels_s = list(sparsity)
+    for j, (what, color) in enumerate((("exactly 0", OKABE_ITO[0]), (f"|h| < {near:g}", OKABE_ITO[1]))):
+        vals = [sparsity[k][j] for k in labels_s]
+        data.append(dict(type="bar", x=vals, y=labels_s, orientation="h", name=what, xaxis=f"x{n + 1}",
+                         yaxis=f"y{n + 1}", marker=dict(color=color), text=[f"{v:.0%}" for v in vals],
+                         textposition="outside", cliponaxis=False, textfont=dict(size=10),
+                         hovertemplate=f"%{{y}}<br>{what}: %{{x:.1%}}<extra></extra>"))
+    layout[f"xaxis{n + 1}"] = dict(domain=[0.84, 0.97], anchor=f"y{n + 1}", range=[0, 1.25], tickformat=".0%",
+                                   tickvals=[0, 0.5, 1], fixedrange=True,
+                                   title=dict(text="share of hidden units", font=dict(size=11)))
+    hid = groups["hidden"]
+    y_top = 1 - hid[0] * (ph + gap)
+    y_bot = 1 - hid[-1] * (ph + gap) - ph
+    layout[f"yaxis{n + 1}"] = dict(domain=[y_bot + 0.05, y_top], anchor=f"x{n + 1}", fixedrange=True,
+                                   autorange="reversed", tickfont=dict(size=10), type="category")
+
+    def bar(title, i0, i1):
+        top = 1 - i0 * (ph + gap)
+        bottom = 1 - i1 * (ph + gap) - ph
+        return dict(title=dict(text=title, side="right", font=dict(size=10)), thickness=9, x=left_w + 0.01,
+                    xanchor="left", y=(top + bottom) / 2, len=max(top - bottom, ph), yanchor="middle",
+                    tickfont=dict(size=9))
+
+    m_in, m_out = sym_range(mats[0]), sym_range(mats[-1])
+    ratio = Fh / C
+    layout.update(
+        font=FONT, height=int(110 + n * (T * 20 + 48)), margin=dict(l=70, r=30, t=90, b=40),
+        plot_bgcolor="white", barmode="group", annotations=annotations,
+        title=dict(text=(f"<b>Layer {layer} FFN: each token goes {C} → {Fh} → {C} features "
+                         f"({ratio:g}× wider inside), drawn to scale</b>"
+                         "<br><span style='font-size:12px'>the same weights for every token; "
+                         "right: hidden units that are exactly or nearly zero</span>"), x=0.01, xanchor="left"),
+        coloraxis=dict(colorscale=DIVERGING, cmin=-m_in, cmax=m_in, colorbar=bar("input", 0, 0)),
+        coloraxis2=dict(colorscale=DIVERGING, cmin=-m_hid, cmax=m_hid, colorbar=bar("hidden", hid[0], hid[-1])),
+        coloraxis3=dict(colorscale=DIVERGING, cmin=-m_out, cmax=m_out, colorbar=bar("output", n - 1, n - 1)),
+        legend=dict(x=0.84, y=y_top + 0.01, yanchor="bottom", xanchor="left", font=dict(size=10)),
+    )
+    return make_figure(data, layout)

@@ -1,0 +1,233 @@
+"""Live panel (needs a kernel): change the tokens, seed, norm, norm position, FFN type, the
+head shown and the view; the model is rebuilt, traced again and the figure redrawn in place
+(an ipywidgets Output widget showing the same ``show(fig)`` output as the static book).
+
+Bad input (empty text, too many tokens, characters outside the vocabulary, impossible
+settings) is reported as a message in the panel, never as a traceback.
+
+Trained weights: ``checkpoints`` maps a name to a zero-argument callable returning a model.
+If omitted, the decoder-only checkpoints of ``tinytf.pretrained`` (``names(kind="decoder")``,
+``load(name)``) are offered in the "weights" menu next to "random init (seed)". A checkpoint
+fixes the architecture, so the norm / FFN controls are disabled while it is chosen; text the
+checkpoint's vocabulary cannot encode is reported as a message.
+"""
+from __future__ import annotations
+
+import contextlib
+import html
+
+import ipywidgets as widgets
+import torch
+from IPython import get_ipython
+from IPython.display import clear_output
+
+from .. import seed_everything
+from ..config import TinyConfig
+from ..errors import TinyTFInputError
+from ..models import TinyTransformer
+from ..tokens import encode
+from .attention_map import attention_map
+from .common import spec_only
+from .ffn import ffn_expansion
+from .render import show
+from .residual import residual_view
+from .stepper import block_stepper
+
+VIEWS = {
+    "stepper": "block stepper (all stages)",
+    "attention": "attention map",
+    "residual_attn": "residual add: attention",
+    "residual_ffn": "residual add: FFN",
+    "ffn": "FFN expansion",
+}
+RANDOM = "random init (seed)"
+STATIC_NOTE = (
+    '<div class="tinytf-live-note" style="border-left:4px solid #0072B2;padding:6px 10px;background:#f3f7fb;">'
+    "<b>Live panel.</b> This panel needs a live kernel: launch the chapter in Binder or Colab "
+    "(buttons at the top of the page); the static figures above show the same views.</div>"
+)
+
+
+def _discover_checkpoints() -> dict:
+    """Trained decoder-only checkpoints shipped with tinytf (``tinytf.pretrained``), if any:
+    {"trained: <name>": loader}. Seq2seq checkpoints are left out (the views show a decoder block)."""
+    try:
+        import importlib
+
+        pretrained = importlib.import_module("tinytf.pretrained")
+        names = list(pretrained.names(kind="decoder"))
+    except Exception:  # noqa: BLE001 - no checkpoints (or a broken listing) must not break the panel
+        return {}
+    return {f"trained: {n}": (lambda n=n: pretrained.load(n)) for n in names}
+
+
+@contextlib.contextmanager
+def _one_torch_thread():
+    """A three-token forward pass of a tiny model gains nothing from intra-op threads, and on a
+    shared machine (Binder, Colab, CI) their spin-waiting can make it 10-50x slower; the panel
+    runs its pass on one thread and restores the setting afterwards."""
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if before != 1:
+            torch.set_num_threads(before)
+
+
+class LivePanel(widgets.VBox):
+    """The panel widget. ``figure`` is the figure shown last, ``message`` the text shown above it
+    ("" when all is well); ``update()`` redraws (called by every control) and returns the
+    rendered figure dicts (a FigureSpec), or None after bad input."""
+
+    def __init__(self, text: str = "cat", seed: int = 0, norm: str = "rms", norm_position: str = "pre",
+                 ffn: str = "swiglu", view: str = "stepper", head="all", layer: int = 0,
+                 config: TinyConfig | None = None, checkpoints: dict | None = None, max_tokens: int = 32):
+        self.base_config = config or TinyConfig()
+        self.max_tokens = max_tokens
+        self.checkpoints = dict(_discover_checkpoints() if checkpoints is None else checkpoints)
+        self._spec, self._figure = None, None
+        self._cache_key, self._model = None, None
+        style = {"description_width": "90px"}
+        self.text = widgets.Text(value=text, description="tokens", continuous_update=False,
+                                 placeholder="type a few characters", style=style,
+                                 layout=widgets.Layout(width="260px"))
+        self.seed = widgets.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed", style=style,
+                                           layout=widgets.Layout(width="200px"))
+        self.weights = widgets.Dropdown(options=[RANDOM] + list(self.checkpoints), value=RANDOM,
+                                        description="weights", style=style, layout=widgets.Layout(width="300px"))
+        self.norm = widgets.ToggleButtons(options=[("RMSNorm", "rms"), ("LayerNorm", "layer")], value=norm,
+                                          description="norm", style=dict(style, button_width="90px"))
+        self.norm_position = widgets.ToggleButtons(options=[("pre-norm", "pre"), ("post-norm", "post")],
+                                                   value=norm_position, description="position",
+                                                   style=dict(style, button_width="90px"))
+        self.ffn = widgets.Dropdown(options=[("SwiGLU", "swiglu"), ("ReLU", "relu"), ("GELU", "gelu")], value=ffn,
+                                    description="FFN", style=style, layout=widgets.Layout(width="200px"))
+        self.head = widgets.Dropdown(options=self._head_options(self.base_config.n_heads), value=head,
+                                     description="heads", style=style, layout=widgets.Layout(width="200px"))
+        self.view = widgets.Dropdown(options=[(v, k) for k, v in VIEWS.items()], value=view, description="view",
+                                     style=style, layout=widgets.Layout(width="300px"))
+        self.layer = widgets.BoundedIntText(value=layer, min=0, max=max(self.base_config.n_layers - 1, 0),
+                                            description="layer", style=style, layout=widgets.Layout(width="160px"))
+        self.message = widgets.HTML(value="")
+        self.out = widgets.Output(layout=widgets.Layout(width="100%"))
+        controls = [self.text, self.seed, self.weights, self.norm, self.norm_position, self.ffn, self.head,
+                    self.view, self.layer]
+        super().__init__([
+            widgets.HBox([self.text, self.seed, self.weights], layout=widgets.Layout(flex_flow="row wrap")),
+            widgets.HBox([self.norm, self.norm_position], layout=widgets.Layout(flex_flow="row wrap")),
+            widgets.HBox([self.ffn, self.view, self.head, self.layer], layout=widgets.Layout(flex_flow="row wrap")),
+            self.message, self.out,
+        ])
+        for w in controls:
+            w.observe(self.update, names="value")
+        self.update()
+
+    # --- notebook display: the widget live, a note in the static book ---
+    def _repr_mimebundle_(self, **kwargs):
+        data = super()._repr_mimebundle_(**kwargs) or {}
+        data["text/plain"] = "tinytf live panel (needs a live kernel)"
+        data["text/html"] = STATIC_NOTE
+        return data
+
+    @staticmethod
+    def _head_options(n_heads: int):
+        return [("all heads", "all"), ("mean of heads", "mean")] + [(f"head {h}", h) for h in range(n_heads)]
+
+    def config(self) -> TinyConfig:
+        """The configuration the controls describe (the base config with norm / position / FFN set)."""
+        return self.base_config.replace(norm=self.norm.value, norm_position=self.norm_position.value,
+                                        ffn=self.ffn.value)
+
+    def model(self):
+        """The model for the current controls (rebuilt only when the config, seed or weights change)."""
+        ckpt = self.weights.value
+        key = (ckpt, None) if ckpt != RANDOM else (RANDOM, self.config(), int(self.seed.value))
+        if key != self._cache_key:
+            if ckpt != RANDOM:
+                model = self.checkpoints[ckpt]()
+            else:
+                seed_everything(int(self.seed.value))
+                model = TinyTransformer(key[1])
+            self._model, self._cache_key = model.eval(), key
+        return self._model
+
+    def ids(self, cfg: TinyConfig) -> torch.Tensor:
+        ids = encode(self.text.value, cfg.vocab_size)  # raises TinyTFInputError for empty / out-of-vocab text
+        limit = min(cfg.max_seq_len, self.max_tokens)
+        if len(ids) > limit:
+            why = (f"the model's max_seq_len is {cfg.max_seq_len}" if limit == cfg.max_seq_len
+                   else f"the panel draws at most {self.max_tokens} tokens")
+            raise TinyTFInputError(f"{len(ids)} tokens given ({self.text.value!r} is {len(ids)} bytes), but {why}; "
+                                   f"type at most {limit} characters")
+        return ids
+
+    def build_figure(self):
+        with _one_torch_thread():
+            return self._build_figure()
+
+    def _build_figure(self):
+        model = self.model()
+        cfg = model.config
+        ids = self.ids(cfg)
+        fixed = self.weights.value != RANDOM
+        for w in (self.norm, self.norm_position, self.ffn):
+            w.disabled = fixed
+        if list(self._head_options(cfg.n_heads)) != list(self.head.options):
+            keep = self.head.value if self.head.value in ("all", "mean") else "all"
+            with self.head.hold_trait_notifications():
+                self.head.options = self._head_options(cfg.n_heads)
+                self.head.value = keep
+        self.layer.max = cfg.n_layers - 1
+        layer = min(int(self.layer.value), cfg.n_layers - 1)
+        view = self.view.value
+        if view == "stepper":
+            return block_stepper(model, ids, layer=layer)
+        if view == "attention":
+            return attention_map(model, ids, layer=layer, heads=self.head.value)
+        if view == "residual_attn":
+            return residual_view(model, ids, layer=layer, sublayer="attn")
+        if view == "residual_ffn":
+            return residual_view(model, ids, layer=layer, sublayer="ffn")
+        return ffn_expansion(model, ids, layer=layer)
+
+    @property
+    def figure(self):
+        """The figure shown last, as a plotly figure (built from the rendered dicts on first access)."""
+        if self._figure is None and self._spec is not None:
+            self._figure = self._spec.to_figure()
+        return self._figure
+
+    def update(self, *_):
+        try:
+            with spec_only():  # render the dicts directly: a go.Figure would cost tens of ms
+                spec = self.build_figure()
+        except TinyTFInputError as e:
+            return self._report(str(e))
+        except ValueError as e:  # an impossible configuration (TinyConfig validation)
+            return self._report(f"these settings do not make a valid model: {e}")
+        except Exception as e:  # noqa: BLE001 - the panel must never show a traceback
+            return self._report(f"could not draw the figure ({type(e).__name__}: {e})")
+        self._spec, self._figure = spec, None
+        self.message.value = ""
+        if get_ipython() is not None:  # outside a kernel there is nothing to draw into
+            with self.out:
+                clear_output(wait=True)
+                show(spec)
+        return spec
+
+    def _report(self, text: str):
+        kept = " The figure below still shows the last valid input." if self._spec is not None else ""
+        self.message.value = (f'<div class="tinytf-panel-message" style="color:#a40000;padding:4px 0;">'
+                              f"⚠ {html.escape(text.rstrip('.'))}.{kept}</div>")
+        return None
+
+
+def live_panel(text: str = "cat", seed: int = 0, norm: str = "rms", norm_position: str = "pre",
+               ffn: str = "swiglu", view: str = "stepper", head="all", layer: int = 0,
+               config: TinyConfig | None = None, checkpoints: dict | None = None, max_tokens: int = 32) -> LivePanel:
+    """An ipywidgets panel over the views of this package (see LivePanel). In the static book
+    it displays as a note asking the reader to launch Binder or Colab."""
+    return LivePanel(text=text, seed=seed, norm=norm, norm_position=norm_position, ffn=ffn, view=view, head=head,
+                     layer=layer, config=config, checkpoints=checkpoints, max_tokens=max_tokens)

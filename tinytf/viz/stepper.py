@@ -1,0 +1,313 @@
+"""Block stepper (seed 002's animation): three tokens go through one decoder block, one
+animation frame per stage, with Play/Pause and a stage slider that work in the static book.
+
+Every number drawn is a trace entry of a real forward pass (``model.run_with_trace``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import (DIVERGING, FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, arr, axis_labels, get_traced,
+                     make_figure, outputs_shape, sym_range)
+from .stages import block_stages
+
+# Which stages move information between positions. tinytf.viz.shapes.measure_mixing measures
+# this on a real model (tests check the two agree for every configuration).
+MIXING_STAGES = {"scores", "wsum"}
+MIXING_NOTES = {
+    "embed": "no: each position gets its own vector",
+    "norm1": "no: each token is rescaled on its own (shared weights)",
+    "qkv": "no: projections and a reshape, per token",
+    "rope": "no: each token is turned by its own position",
+    "scores": "yes: every query meets every key",
+    "mask": "no: it only blanks cells, deciding which pairs may mix",
+    "softmax": "no: each query row on its own",
+    "wsum": "yes: each token reads the values of earlier positions",
+    "merge": "no: per token",
+    "resid1": "no: element-wise add, per token",
+    "norm2": "no: per token (shared weights)",
+    "up": "no: the same W for every token",
+    "act": "no: element-wise",
+    "down": "no: the same W for every token",
+    "resid2": "no: element-wise add, per token",
+}
+FRAME_MS = 1400
+BOTTOM = 140  # px below the plot: slider, its labels, then Play / Pause
+ROW_AXES = ["y", "y3", "y4", "y5", "y6"]
+# constant attributes of the heatmap / mask traces (the hover names the panel via fullData.name)
+_HEAT = dict(type="heatmap", xgap=0, ygap=1,
+             hovertemplate="<b>%{fullData.name}</b><br>token %{y}<br>value %{z:.4g}<extra></extra>")
+_MASK = dict(type="heatmap", xgap=0, ygap=1, colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False,
+             hovertemplate="masked: token %{y} may not read this later key<extra></extra>")
+_MARKS = dict(type="scatter", mode="markers", hoverinfo="skip", showlegend=False, name="mask marks",
+              marker=dict(symbol="x-thin", size=9, line=dict(width=1.5, color=MASK_MARK)))  # one y axis per row of panels ("y2" is the position diagram)
+
+
+def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, batch: int = 0,
+                  frame_ms: int = FRAME_MS, height: int | None = None):
+    """Animated figure: one frame per stage of decoder block ``layer``, Play/Pause buttons and a
+    stage slider (all plotly, so they work in the static book).
+
+    ``model`` is a TinyTransformer (with ``ids``: token ids or a string) or a ready Trace.
+    Frames are named by stage key: embed, norm1, qkv, [rope], scores, mask, softmax, wsum, merge,
+    resid1, norm2, up, act, down, resid2 (post-norm blocks fold the norms into resid1 / resid2).
+    Each frame draws the stage's tensors as heatmaps (one row per token, drawn to scale: the FFN
+    hidden layer is d_ff/C times as wide), the shape, and a diagram of which positions feed which."""
+    t = get_traced(model, ids, labels=labels, batch=batch, config=config)
+    trace, b = t.trace, t.batch
+    stages = block_stages(trace, layer, t.config)
+    T = trace[stages[-1].outputs[0]].shape[-2]
+    ylab = axis_labels(t.labels, T)
+    C = trace[stages[-1].outputs[0]].shape[-1]
+
+    # ---- geometry: panels placed on one canvas whose x unit is one feature column ----
+    g_op = max(2.0, 0.14 * C)  # gap holding an operator (+, =, →) or between Q | K | V
+    g_head = max(1.0, 0.04 * C)  # gap between the heads of one group
+
+    arrays = {}  # each trace tensor converted once
+
+    def array(name):
+        if name not in arrays:
+            arrays[name] = arr(trace[name])
+        return arrays[name]
+
+    def values(pn):
+        a = array(pn.source)
+        return a[b][pn.index] if pn.source != "pos.table" else a[pn.index]
+
+    def key_cell(stage):  # width of one key column, so that T x T score panels are readable
+        n = max(sum(pn.keys for pn in row) for row in stage.rows)
+        if not n:
+            return 1.0
+        S = max(values(pn).shape[-1] for row in stage.rows for pn in row if pn.keys)
+        return min(C / n, 2.6 * C / (n * S))
+
+    def gap(pn, i):
+        return 0.0 if i == 0 else (g_op if pn.op in ("+", "=", "→", "|") else g_head)
+
+    canvas, layouts = float(C), []
+    for st in stages:
+        kc = key_cell(st)
+        rows = []
+        for row in st.rows:
+            mats = [values(pn) for pn in row]
+            cells = [kc if pn.keys else 1.0 for pn in row]
+            total = sum(m.shape[-1] * c for m, c in zip(mats, cells)) + sum(gap(pn, i) for i, pn in enumerate(row))
+            rows.append((row, mats, cells, total))
+            canvas = max(canvas, total)
+        layouts.append(rows)
+    n_rows = max(len(st.rows) for st in stages)
+    slots = [0] * n_rows  # traces reserved per row of panels (a stage's rows are centred)
+    for st in stages:
+        for r, row in enumerate(st.rows, start=(n_rows - len(st.rows)) // 2):
+            slots[r] = max(slots[r], len(row))
+
+    # vertical layout in paper coordinates: equal row heights, the rows of a stage centred
+    top, bottom = 0.97, 0.02
+    label_h = 0.09 if T <= 4 else 0.06
+    row_h = (top - bottom - n_rows * label_h) / n_rows
+
+    def row_domain(r):  # fixed for the whole animation: plotly.animate cannot move subplots
+        y1 = top - r * (row_h + label_h) - label_h * 0.75
+        return [y1 - row_h, y1]
+
+    mid = (n_rows - 1) // 2
+
+    frames, slider_steps = [], []
+    for k, (st, rows) in enumerate(zip(stages, layouts)):
+        heat = [[] for _ in range(n_rows)]
+        masks = [[] for _ in range(n_rows)]
+        annotations, mask_marks = [], {r: ([], []) for r in range(n_rows)}
+        signed_vals, has_signed, has_weights = [], False, False
+        axes_layout = {}
+        offset = (n_rows - len(rows)) // 2  # a one-row stage sits in the middle row
+        for r in range(n_rows):
+            axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=offset <= r < offset + len(rows))
+        for r, (row, mats, cells, total) in enumerate(rows, start=offset):
+            dom = row_domain(r)
+            left = (canvas - total) / 2
+            for i, (pn, z, c) in enumerate(zip(row, mats, cells)):
+                g = gap(pn, i)
+                if pn.op and pn.op != "|" and i > 0:
+                    annotations.append(dict(x=left + g / 2, y=(dom[0] + dom[1]) / 2, text=pn.op, showarrow=False,
+                                            font=dict(size=22, color="#333"), xref="x", yref="paper"))
+                left += g
+                w = z.shape[-1]
+                masked = None
+                if pn.masked:
+                    masked = np.isneginf(array(pn.source.replace("weights", "masked_scores"))[b][pn.index])
+                if pn.kind == "weights":
+                    has_weights = True
+                else:
+                    has_signed = True
+                    signed_vals.append(z)
+                width = w * c
+                annotations.append(dict(x=left + width / 2, y=dom[1], text=f"<b>{pn.label}</b>", showarrow=False,
+                                        font=dict(size=11), xref="x", yref="paper", yanchor="bottom"))
+                if pn.keys:
+                    key_labels = ylab if t.source_labels is None else axis_labels(t.source_labels, w)
+                    for j in range(w):
+                        annotations.append(dict(x=left + (j + 0.5) * c, y=dom[0], text=key_labels[j],
+                                                showarrow=False, font=dict(size=10, color="#555"),
+                                                xref="x", yref="paper", yanchor="top"))
+                heat[r].append(dict(
+                    type="heatmap", z=np.where(masked, np.nan, z) if masked is not None else z,
+                    x0=left + c / 2, dx=c, visible=True,
+                    coloraxis="coloraxis2" if pn.kind == "weights" else "coloraxis",
+                    name=f"{pn.name} ({'key' if pn.keys else 'feature'} columns)",
+                ))
+                if masked is not None and masked.any():
+                    masks[r].append(dict(type="heatmap", z=np.where(masked, 1.0, np.nan), x0=left + c / 2, dx=c,
+                                         visible=True, name=f"{pn.name} mask"))
+                    qi, kj = np.nonzero(masked)
+                    mask_marks[r][0].extend(left + (j + 0.5) * c for j in kj)
+                    mask_marks[r][1].extend(ylab[i] for i in qi)
+                left += width
+        data = []
+        for r in range(n_rows):  # fixed number of traces per row, so frames map onto the same traces
+            for kind, items in (("heat", heat[r]), ("mask", masks[r])):
+                while len(items) < slots[r]:
+                    items.append(dict(type="heatmap", z=[[None]], x0=0, dx=1, visible=False, name="(unused)",
+                                      **({"coloraxis": "coloraxis"} if kind == "heat" else {})))
+                data += items
+            data.append(dict(type="scatter", x=mask_marks[r][0], y=mask_marks[r][1]))
+        data += _position_diagram(trace, st, T, ylab, b)
+        annotations += _diagram_labels(row_domain(mid))
+        m = sym_range(*signed_vals)
+        subtitle = f"shape {outputs_shape(trace, st.outputs)} · mixes positions? {MIXING_NOTES.get(st.key, '')}"
+        title = f"<b>{k + 1}/{len(stages)} · {st.title}</b><br><span style='font-size:12px'>{subtitle}</span>"
+        layout = dict(title=dict(text=title), annotations=annotations,
+                      coloraxis=dict(cmin=-m, cmax=m, showscale=has_signed),
+                      coloraxis2=dict(showscale=has_weights), **axes_layout)
+        frames.append(dict(name=st.key, data=data, layout=layout))
+        slider_steps.append(dict(
+            label=f"{k + 1} {st.name}", method="animate",
+            args=[[st.key], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))],
+        ))
+
+    # plotly.animate merges a frame's annotations into the layout item by item and never drops
+    # extra items, so every frame carries the same number (padded with empty ones)
+    # and keeps keys an item does not set, so every annotation sets every key it could have
+    n_ann = max(len(f["layout"]["annotations"]) for f in frames)
+    for f in frames:
+        anns = f["layout"]["annotations"]
+        anns += [dict(text="", x=0, y=0, xref="paper", yref="paper")] * (n_ann - len(anns))
+        f["layout"]["annotations"] = [_full_annotation(a) for a in anns]
+    # frames carry only what changes; plotly.animate keeps every other trace attribute, so the
+    # constant ones are set once, on the figure's traces
+    consts = []
+    for r in range(n_rows):
+        consts += [dict(_HEAT, y=ylab, yaxis=ROW_AXES[r])] * slots[r]
+        consts += [dict(_MASK, y=ylab, yaxis=ROW_AXES[r])] * slots[r]
+        consts.append(dict(_MARKS, yaxis=ROW_AXES[r]))
+    consts += _diagram_constants(T, ylab)
+    first = frames[0]
+    assert all(len(f["data"]) == len(consts) for f in frames)
+    initial_data = [dict(c, **d) for c, d in zip(consts, first["data"])]
+    fig_height = height or int(BOTTOM + 150 + n_rows * (T * 21 + 44))
+    plot_h = fig_height - 96 - BOTTOM
+    layout = dict(
+        font=FONT, height=fig_height, margin=dict(l=60, r=10, t=96, b=BOTTOM),
+        plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
+        title=dict(text=first["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98, yanchor="top",
+                   yref="container", font=dict(size=15)),
+        xaxis=dict(domain=[0.14, 0.91], range=[-0.5, canvas + 0.5], showticklabels=False, showgrid=False,
+                   zeroline=False, fixedrange=True, anchor="y"),
+        xaxis2=dict(domain=[0.0, 0.1], range=[-0.4, 1.4], visible=False, fixedrange=True),
+        yaxis2=dict(anchor="x2", domain=row_domain(mid), range=[T - 0.5, -0.5], visible=False,
+                    fixedrange=True),
+        coloraxis=dict(first["layout"]["coloraxis"], colorscale=DIVERGING,
+                       colorbar=dict(title=dict(text="value", side="right"), x=0.92, xanchor="left", len=0.75,
+                                     thickness=11)),
+        coloraxis2=dict(first["layout"]["coloraxis2"], colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                        colorbar=dict(title=dict(text="weight", side="right"), x=0.92, xanchor="left", len=0.75,
+                                      thickness=11)),
+        annotations=first["layout"]["annotations"],
+        updatemenus=[dict(
+            # below the slider, so that the two never overlap however narrow the page is
+            type="buttons", direction="left", x=0.0, y=-98 / plot_h, xanchor="left", yanchor="top",
+            pad=dict(t=0, r=0), showactive=False, font=dict(size=12),
+            buttons=[
+                dict(label="▶ Play", method="animate",
+                     args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
+                                      transition=dict(duration=0), mode="immediate")]),
+                dict(label="❚❚ Pause", method="animate",
+                     args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
+                                        transition=dict(duration=0))]),
+            ],
+        )],
+        sliders=[dict(
+            active=0, steps=slider_steps, x=0.03, len=0.93, y=0, yanchor="top", pad=dict(t=26, b=0),
+            currentvalue=dict(prefix="stage: ", font=dict(size=12), visible=True, xanchor="left", offset=4),
+            font=dict(size=9), transition=dict(duration=0), ticklen=4,
+        )],
+    )
+    for r in range(n_rows):
+        yname = "yaxis" + ROW_AXES[r][1:]
+        layout[yname] = dict(first["layout"][yname], domain=row_domain(r), anchor="x", type="category", autorange=False,
+                             range=[T - 0.5, -0.5], showgrid=False, fixedrange=True, tickfont=dict(size=11),
+                             categoryorder="array", categoryarray=ylab)
+    return make_figure(initial_data, layout, frames)
+
+
+def _full_annotation(a: dict) -> dict:
+    font = dict(dict(size=11, color="#2a3f5f"), **a.get("font", {}))
+    return dict(dict(xanchor="center", yanchor="middle", showarrow=False, visible=True), **dict(a, font=font))
+
+
+def _position_diagram(trace, stage, T, ylab, b):
+    """Left mini-diagram: positions in (left) -> positions out (right). Straight lines = per
+    token; slanted lines = a query reading an earlier key (from the trace's attention weights)."""
+    y = list(range(T))
+    ex, ey, bx, by = [], [], [], []
+    wx, wy, wval, wtext = [], [], [], []
+    p = stage.inputs[0].rsplit("attn.", 1)[0] if "attn." in stage.inputs[0] else None
+    if stage.edges == "straight" or p is None:
+        for i in y:
+            ex += [0, 1, None]
+            ey += [i, i, None]
+    else:
+        weights = arr(trace[p + "attn.weights"])[b].mean(0)  # [T, S], mean over heads
+        ms = arr(trace[p + "attn.masked_scores"])[b]
+        blocked = np.isneginf(ms).all(0)  # masked in every head
+        for i in range(T):
+            for j in range(weights.shape[-1]):
+                if stage.edges == "attention" or not blocked[i, j]:
+                    ex += [0, 1, None]
+                    ey += [j, i, None]
+                elif stage.edges == "mask":
+                    bx += [0, 1, None]
+                    by += [j, i, None]
+                if stage.edges == "weights" and not blocked[i, j]:
+                    wx.append(0.72)
+                    wy.append(j + 0.72 * (i - j))
+                    wval.append(weights[i, j])
+                    wtext.append(f"{ylab[i]} reads {ylab[j]}: weight {weights[i, j]:.3f} (mean of heads)")
+    return [  # the parts that change; _diagram_constants has the rest
+        dict(type="scatter", x=ex, y=ey),
+        dict(type="scatter", x=bx, y=by),
+        dict(type="scatter", x=wx, y=wy, text=wtext,
+             marker=dict(size=[6 + 14 * float(v) for v in wval], color=wval, coloraxis="coloraxis2",
+                         line=dict(width=0.5, color="#222"))),
+        dict(type="scatter"),
+    ]
+
+
+def _diagram_constants(T, ylab):
+    y = list(range(T))
+    return [
+        dict(type="scatter", xaxis="x2", yaxis="y2", mode="lines", hoverinfo="skip",
+             line=dict(color="#4d4d4d", width=1.6), name="reads"),
+        dict(type="scatter", xaxis="x2", yaxis="y2", mode="lines", hoverinfo="skip",
+             line=dict(color="#8c8c8c", width=1.4, dash="dot"), name="blocked"),
+        dict(type="scatter", xaxis="x2", yaxis="y2", mode="markers", hovertemplate="%{text}<extra></extra>",
+             name="weight"),
+        dict(type="scatter", x=[0] * T + [1] * T, y=y + y, xaxis="x2", yaxis="y2", mode="markers+text",
+             text=[lab.split(": ", 1)[1] for lab in ylab] * 2,
+             textposition=["middle left"] * T + ["middle right"] * T, hoverinfo="skip",
+             marker=dict(size=11, color="#0072B2"), textfont=dict(size=12), name="positions"),
+    ]
+
+
+def _diagram_labels(domain):
+    return [dict(text=text, x=x, y=domain[1], xref="x2", yref="paper", yanchor="bottom", showarrow=False,
+                 font=dict(size=11, color="#555")) for text, x in (("in", 0), ("out", 1))]
