@@ -30,3 +30,9 @@ def seed_everything(seed: int = 0):
 
     random.seed(seed)
     torch.manual_seed(seed)
+
+# Submodules added on top of the core (each importable on its own as well).
+from . import tasks, pretrained  # noqa: E402  (tinytf.pretrained("induction-2l") loads a shipped checkpoint)
+from . import review, cache_memory  # noqa: E402  (modules: tinytf.review.review(cfg), tinytf.cache_memory...)
+from .review import format_review, review_table  # noqa: E402
+from .cache_memory import kv_cache_bytes  # noqa: E402
