@@ -1,0 +1,66 @@
+"""Figures of chapters 1, 3 and 4 (tinytf.viz.positions / norms / activations): the numbers drawn
+are the numbers tinytf computes, and each figure has the traces it promises."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import tinytf
+from tinytf.viz.activations import activation_curves, activation_figure
+from tinytf.viz.norms import norm_scatter_figure
+from tinytf.viz.positions import offset_figure, rope_pair_paths, rope_rotation_figure, sinusoidal_figure
+
+
+def test_sinusoidal_figure_draws_the_table():
+    fig = sinusoidal_figure(n_positions=16, d_model=32, dims=(0, 5))
+    table = tinytf.sinusoidal_table(16, 32)
+    assert np.allclose(np.array(fig.data[0].z), table.numpy())
+    assert [t.name for t in fig.data[1:]] == ["dimension 0", "dimension 5"]
+    assert np.allclose(fig.data[2].y, table[:, 5].numpy())
+
+
+def test_rope_pairs_are_rotations_by_position_times_frequency():
+    paths = rope_pair_paths(d_head=8, n_positions=6, pairs=(0, 3), theta=10000.0)
+    for i, xy in paths.items():
+        freq = 10000.0 ** (-2 * i / 8)
+        angle = torch.atan2(xy[:, 1], xy[:, 0])
+        expected = torch.atan2(torch.sin(torch.arange(6) * freq), torch.cos(torch.arange(6) * freq))
+        assert torch.allclose(angle, expected, atol=1e-5)
+        assert torch.allclose(xy.norm(dim=-1), torch.ones(6), atol=1e-6)  # rotation keeps length
+    fig = rope_rotation_figure(d_head=8, n_positions=6, pairs=(0, 3))
+    assert len(fig.data) == 2 and np.allclose(fig.data[1].x, paths[3][:, 0].numpy())
+
+
+def test_offset_figure_shows_the_given_scores_and_rope_scores_are_toeplitz():
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig())
+    _, tr = model.run_with_trace(tinytf.encode("a" * 8))
+    S = tr["blocks.0.attn.scores"][0, 0]
+    for k in range(-7, 8):
+        d = torch.diagonal(S, k)
+        assert (d.max() - d.min()).abs() < 1e-6
+    fig = offset_figure({"RoPE": S})
+    assert np.allclose(np.array(fig.data[0].z), S.numpy())
+
+
+def test_norm_scatter_figure_plots_the_modules_outputs():
+    torch.manual_seed(0)
+    x = torch.randn(8)
+    ln, rms = tinytf.LayerNorm(8), tinytf.RMSNorm(8)
+    fig = norm_scatter_figure({"x": x}, {"LayerNorm": ln, "RMSNorm": rms})
+    order = torch.argsort(x)
+    with torch.no_grad():
+        assert np.allclose(fig.data[0].y, ln(x)[order].numpy(), atol=1e-6)
+        assert np.allclose(fig.data[1].y, rms(x)[order].numpy(), atol=1e-6)
+    assert np.allclose(fig.data[0].x, x[order].numpy())
+
+
+def test_activation_curves_and_slopes():
+    curves = activation_curves(-3.0, 3.0, 61)
+    z, y, slope = curves["SiLU (SwiGLU's gate)"]
+    assert torch.allclose(y, F.silu(z)) and torch.allclose(slope, torch.sigmoid(z) * (1 + z * (1 - torch.sigmoid(z))),
+                                                           atol=1e-6)
+    z, y, slope = curves["ReLU (2017 MLP)"]
+    assert torch.equal(y, torch.relu(z)) and bool((slope[z < 0] == 0).all()) and bool((slope[z > 0] == 1).all())
+    assert len(activation_figure().data) == 6  # value and slope for each of the three

@@ -1,0 +1,52 @@
+"""Figures for normalisation (chapter 3): what LayerNorm and RMSNorm do to one token's vector.
+
+The outputs drawn are computed by the norm modules passed in (tinytf.LayerNorm, tinytf.RMSNorm);
+this module only calls them and arranges the numbers."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from .common import FONT, OKABE_ITO
+
+
+def _title(main: str, detail: str) -> str:
+    """A bold one-line title and a smaller line under it (fits the book's column)."""
+    return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
+
+
+def norm_scatter_figure(inputs: dict, norms: dict) -> go.Figure:
+    """One panel per input vector (``inputs``: {title: tensor [C]}): each feature's input value (x axis)
+    against its output value (y axis) under each norm (``norms``: {name: module}). A norm is a
+    per-token affine map, so each norm's points lie on a line: RMSNorm's passes through the origin
+    (it only rescales), LayerNorm's crosses zero at the token's mean (it shifts, then rescales)."""
+    fig = make_subplots(rows=1, cols=len(inputs), subplot_titles=list(inputs), horizontal_spacing=0.1)
+    with torch.no_grad():
+        for col, (title, x) in enumerate(inputs.items(), start=1):
+            x = x.detach().flatten()
+            order = torch.argsort(x)  # draw each norm's points left to right, joined by a line
+            for n, (name, norm) in enumerate(norms.items()):
+                y = norm(x[None, None, :])[0, 0]  # the module itself computes the output
+                fig.add_trace(go.Scatter(
+                    x=x[order].tolist(), y=y[order].tolist(), mode="lines+markers", name=name,
+                    line=dict(color=OKABE_ITO[n % len(OKABE_ITO)], width=1),
+                    legendgroup=name, showlegend=col == 1,
+                    marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)], size=8,
+                                symbol=["circle", "diamond", "square", "triangle-up"][n % 4]),
+                    customdata=order.tolist(),
+                    hovertemplate=(f"{name}<br>feature %{{customdata}}<br>"
+                                   "in %{x:.3f} → out %{y:.3f}<extra></extra>")),
+                    row=1, col=col)
+            mean = round(float(x.mean()), 2) + 0.0  # + 0.0: no "-0.00" label
+            fig.add_vline(x=mean, line=dict(color="#777777", dash="dot", width=1), row=1, col=col,
+                          annotation_text=f"token mean {mean:.2f}", annotation_position="top left",
+                          annotation_font_size=11)
+            fig.update_xaxes(title="input feature value", zeroline=True, zerolinecolor="#444444", row=1, col=col)
+            fig.update_yaxes(title="output feature value" if col == 1 else None, zeroline=True,
+                             zerolinecolor="#444444", row=1, col=col)
+    title = _title("One token, every feature: input value → output value",
+                   "RMSNorm only rescales; LayerNorm also removes the mean")
+    fig.update_layout(template="plotly_white", font=FONT, height=430, margin=dict(l=60, r=20, t=110, b=50),
+                      legend=dict(orientation="h", y=-0.2), title=title)
+    return fig

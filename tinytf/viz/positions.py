@@ -1,0 +1,105 @@
+"""Figures for position information (chapter 1): sinusoidal position vectors and RoPE.
+
+Every number drawn here comes from tinytf.positions (``sinusoidal_table``, ``RoPE.rotate``);
+this module only arranges them into plotly figures.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from ..positions import RoPE, sinusoidal_table
+from .common import DIVERGING, FONT, OKABE_ITO, SEQUENTIAL
+
+_LAYOUT = dict(template="plotly_white", font=FONT)
+
+
+def _title(main: str, detail: str) -> str:
+    """A bold one-line title and a smaller line under it (fits the book's column)."""
+    return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
+
+
+def sinusoidal_figure(n_positions: int = 64, d_model: int = 128, dims=(0, 8, 24, 48)) -> go.Figure:
+    """Top: heatmap of the sinusoidal table P[t, j] (position t down, dimension j across).
+    Bottom: a few columns of the same table as curves over position."""
+    table = sinusoidal_table(n_positions, d_model)  # [T, C]
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.62, 0.38], vertical_spacing=0.2, subplot_titles=[
+        f"the table P: one row per position ({n_positions} positions x {d_model} dimensions)",
+        "a few columns of P over position: each dimension is a wave of its own wavelength"])
+    fig.add_trace(go.Heatmap(
+        z=table.tolist(), x=list(range(d_model)), y=list(range(n_positions)),
+        colorscale=DIVERGING, zmin=-1, zmax=1, colorbar=dict(title="value", len=0.6, y=0.72),
+        hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>"), row=1, col=1)
+    for n, j in enumerate(dims):
+        fig.add_trace(go.Scatter(
+            x=list(range(n_positions)), y=table[:, j].tolist(), mode="lines+markers", marker=dict(size=4),
+            line=dict(color=OKABE_ITO[n % len(OKABE_ITO)]), name=f"dimension {j}",
+            hovertemplate=f"dimension {j}<br>position %{{x}}<br>value %{{y:.3f}}<extra></extra>"), row=2, col=1)
+    title = _title("Sinusoidal positions: one fixed vector per position",
+                   "added to the token embeddings before the first block")
+    fig.update_layout(**_LAYOUT, margin=dict(l=60, r=20, t=110, b=50), height=700, title=title,
+                      legend=dict(orientation="h", y=-0.12))
+    fig.update_xaxes(title="dimension j (even j: sin, odd j: cos; left: fast waves, right: slow)", row=1, col=1)
+    fig.update_yaxes(title="position t", autorange="reversed", row=1, col=1)
+    fig.update_xaxes(title="position t", row=2, col=1)
+    fig.update_yaxes(title="P[t, j]", range=[-1.1, 1.1], row=2, col=1)
+    return fig
+
+
+def rope_pair_paths(d_head: int = 32, n_positions: int = 16, pairs=(0, 4, 15), theta: float = 10000.0):
+    """Where RoPE moves pair i of a vector whose every pair starts at (1, 0), for positions 0..n-1.
+
+    Returns {pair: tensor [n_positions, 2]}: the coordinates (x_i, x_{i + D/2}) after ``RoPE.rotate``."""
+    half = d_head // 2
+    x = torch.zeros(1, 1, n_positions, d_head)
+    x[..., :half] = 1.0  # every pair (x_i, x_{i+D/2}) = (1, 0) before rotation
+    rotated = RoPE(d_head, theta).rotate(x)[0, 0]  # [T, D]
+    return {i: torch.stack((rotated[:, i], rotated[:, i + half]), dim=-1) for i in pairs}
+
+
+def rope_rotation_figure(d_head: int = 32, n_positions: int = 16, pairs=(0, 4, 15),
+                         theta: float = 10000.0) -> go.Figure:
+    """One panel per pair: the same 2-D vector rotated by RoPE at positions 0..n-1."""
+    paths = rope_pair_paths(d_head, n_positions, pairs, theta)
+    fig = make_subplots(rows=1, cols=len(pairs), horizontal_spacing=0.08, subplot_titles=[
+        f"pair {i}: (x[{i}], x[{i + d_head // 2}])<br>{theta ** (-2 * i / d_head):.3g} rad per position"
+        for i in pairs])
+    for col, (i, xy) in enumerate(paths.items(), start=1):
+        fig.add_trace(go.Scatter(
+            x=xy[:, 0].tolist(), y=xy[:, 1].tolist(), mode="markers+text+lines",
+            text=[str(t) if t in (0, 1, 2, n_positions - 1) else "" for t in range(n_positions)],
+            textposition="top right", line=dict(color="#bbbbbb", width=1),
+            marker=dict(color=list(range(n_positions)), colorscale=SEQUENTIAL, size=9,
+                        showscale=col == len(pairs), colorbar=dict(title="position")),
+            customdata=list(range(n_positions)), showlegend=False,
+            hovertemplate="position %{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>"), row=1, col=col)
+        fig.update_xaxes(range=[-1.3, 1.3], scaleanchor=f"y{col if col > 1 else ''}", row=1, col=col)
+        fig.update_yaxes(range=[-1.3, 1.3], row=1, col=col)
+    title = _title("RoPE: one pair of a query or key, rotated to each position",
+                   "the angle grows with the position: fast pairs turn quickly, slow pairs barely move")
+    fig.update_layout(**_LAYOUT, margin=dict(l=40, r=20, t=140, b=40), height=420, title=title)
+    return fig
+
+
+def offset_figure(panels: dict, head: int = 0) -> go.Figure:
+    """Side-by-side heatmaps of attention scores [T, S] (query position m down, key position n across),
+    one per entry of ``panels`` ({title: scores}). Pass scores straight from a trace
+    (``trace["blocks.0.attn.scores"][0, head]``) of a sequence that repeats one token, so that any
+    pattern is due to position alone: with RoPE every diagonal (fixed m - n) is constant."""
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=list(panels), horizontal_spacing=0.12)
+    for col, (title, scores) in enumerate(panels.items(), start=1):
+        s = scores.detach().to(torch.float64)
+        T, S = s.shape
+        fig.add_trace(go.Heatmap(
+            z=s.tolist(), x=list(range(S)), y=list(range(T)), coloraxis="coloraxis",
+            hovertemplate="query position m=%{y}<br>key position n=%{x}<br>score %{z:.4f}<extra></extra>"),
+            row=1, col=col)
+        fig.update_xaxes(title="key position n", row=1, col=col)
+        fig.update_yaxes(title="query position m", autorange="reversed", scaleanchor=f"x{col if col > 1 else ''}",
+                         row=1, col=col)
+    top = max(float(p.abs().max()) for p in panels.values()) or 1.0
+    title = _title(f"Head {head} scores for one token repeated", "with RoPE every diagonal (fixed m − n) is constant")
+    fig.update_layout(**_LAYOUT, margin=dict(l=60, r=20, t=110, b=50), height=480, title=title,
+                      coloraxis=dict(colorscale=DIVERGING, cmin=-top, cmax=top, colorbar=dict(title="score")))
+    return fig
