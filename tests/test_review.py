@@ -1,0 +1,114 @@
+"""The block reviewer (tinytf.review): which gaps it finds, for tinytf configs and published models."""
+import pytest
+
+import tinytf
+from tinytf.review import PUBLISHED, RATIO_RANGE, Gap, block_fields, format_review, review, review_table
+
+ASPECTS = ["norm placement", "norm type", "positions", "key/value heads", "FFN gating", "FFN expansion ratio",
+           "biases"]
+
+
+def aspects(block):
+    return [g.aspect for g in review(block)]
+
+
+def test_2017_config_has_every_gap_in_data_flow_order():
+    assert aspects(tinytf.config_2017()) == ASPECTS
+
+
+def test_modern_tiny_config_has_no_gap():
+    cfg = tinytf.config_2026(n_kv_heads=2, d_ff=344)  # GQA and r = 344 / 128 = 2.69
+    assert review(cfg) == []
+    assert "no gaps" in format_review(review(cfg), "tiny")
+
+
+def test_default_tinyconfig_gaps_are_gqa_and_ratio():
+    # seed 000's TinyTransformer: SwiGLU with d_ff = 4 d (ratio 4) and plain multi-head attention
+    assert aspects(tinytf.TinyConfig()) == ["key/value heads", "FFN expansion ratio"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("Transformer-base (2017)", ASPECTS),
+    ("BERT-base", ASPECTS),
+    ("GPT-2 small", ["norm type", "positions", "key/value heads", "FFN gating", "FFN expansion ratio", "biases"]),
+    ("T5-base", ["positions", "key/value heads", "FFN gating", "FFN expansion ratio"]),
+    ("Llama 3 8B", []),
+])
+def test_published_models(name, expected):
+    assert aspects(name) == expected
+    assert aspects(PUBLISHED[name]) == expected
+
+
+def test_each_single_swap_removes_exactly_its_gap():
+    base = tinytf.config_2026(n_kv_heads=2, d_ff=344)
+    swaps = {"norm placement": dict(norm_position="post"), "norm type": dict(norm="layer"),
+             "positions": dict(pos="learned"), "key/value heads": dict(n_kv_heads=None),
+             "FFN gating": dict(ffn="gelu", d_ff=512), "biases": dict(bias=True)}
+    for aspect, change in swaps.items():
+        found = aspects(base.replace(**change))
+        if aspect == "FFN gating":  # a two-matrix MLP at r = 4 also sits outside the gated ratio range
+            assert found == ["FFN gating", "FFN expansion ratio"]
+        else:
+            assert found == [aspect], (aspect, found)
+
+
+def test_ratio_boundaries():
+    lo, hi = RATIO_RANGE
+    fields = dict(PUBLISHED["Llama 3 8B"])
+    for d_ff, gap in ((int(4096 * lo), False), (int(4096 * hi), False), (int(4096 * lo) - 8, True),
+                      (int(4096 * hi) + 8, True), (4 * 4096, True)):
+        assert ("FFN expansion ratio" in aspects(dict(fields, d_ff=d_ff))) is gap, d_ff
+
+
+def test_gqa_gap_counts_kv_heads_not_query_heads():
+    fields = dict(PUBLISHED["Llama 3 8B"])
+    assert "key/value heads" in aspects(dict(fields, n_kv_heads=32))
+    assert "key/value heads" in aspects(dict(fields, n_kv_heads=None))  # None = n_heads
+    assert "key/value heads" not in aspects(dict(fields, n_kv_heads=1))  # multi-query attention
+
+
+def test_qkv_bias_alone_is_not_a_gap():
+    assert "biases" not in aspects(tinytf.config_2026(n_kv_heads=2, d_ff=344, qkv_bias=True))
+
+
+def test_every_gap_is_complete_and_points_to_a_chapter():
+    for name in PUBLISHED:
+        for g in review(name):
+            assert isinstance(g, Gap)
+            assert g.found and g.expected and g.why and "\n" not in g.why
+            assert g.chapter.startswith("chapter ") and 1 <= int(g.chapter.split()[1]) <= 11
+
+
+def test_format_review_lists_each_gap():
+    gaps = review("GPT-2 small")
+    text = format_review(gaps, "GPT-2 small")
+    assert text.splitlines()[0] == "Block review: GPT-2 small"
+    assert f"{len(gaps)} gaps" in text
+    for i, g in enumerate(gaps, 1):
+        assert f"{i}. {g.aspect}: {g.found}" in text and g.why in text and g.chapter in text
+
+
+def test_review_table_marks_gaps():
+    table = review_table({"llama": "Llama 3 8B", "bert": "BERT-base"})
+    llama, bert = table.splitlines()[2:]
+    assert "GAP" not in llama and llama.split()[-1] == "0"
+    assert bert.count("GAP") == 7 and bert.split()[-1] == "7"
+
+
+def test_block_fields_of_tinyconfig_resolves_kv_heads():
+    assert block_fields(tinytf.TinyConfig())["n_kv_heads"] == 4
+    assert block_fields(tinytf.TinyConfig(n_kv_heads=1))["n_kv_heads"] == 1
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("GPT-5", "unknown preset"),
+    (42, "got int"),
+    ({"norm": "rms"}, "missing"),
+    (dict(PUBLISHED["Llama 3 8B"], norm="batch"), "norm='batch'"),
+    (dict(PUBLISHED["Llama 3 8B"], pos="rotary"), "pos='rotary'"),
+    (dict(PUBLISHED["Llama 3 8B"], d_model=0), "d_model must be a positive integer"),
+    (dict(PUBLISHED["Llama 3 8B"], n_kv_heads=5), "n_kv_heads"),
+])
+def test_bad_input_gets_a_clear_error(bad, message):
+    with pytest.raises(tinytf.TinyTFInputError, match=message):
+        review(bad)

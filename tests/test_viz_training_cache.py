@@ -1,0 +1,84 @@
+"""tinytf.viz.training (loss curves with spread) and tinytf.viz.cache (the KV cache growing)."""
+import pytest
+import torch
+
+import tinytf
+from tinytf import block_comparison as bc
+from tinytf.cache_memory import kv_cache_bytes
+from tinytf.viz.cache import cache_growth, cache_snapshots
+from tinytf.viz.training import loss_curves
+
+
+def runs():
+    return {"A": [{"seed": s, "losses": [4.0 - s, 3.0, 2.0 + s]} for s in (0, 1, 2)],
+            "B": [{"seed": s, "losses": [1.0, 1.0 + s, 0.5]} for s in (0, 1)]}
+
+
+def test_loss_curves_draw_the_band_mean_and_seeds():
+    fig = loss_curves(runs(), window=1)
+    by_name = {t.name: t for t in fig.data if t.showlegend is not False}
+    band = bc.curve_band(runs()["A"], window=1)
+    assert list(by_name["A: mean"].y) == band["mean"]
+    assert list(by_name["A: min-max over 3 seeds"].y) == band["max"] + band["min"][::-1]
+    seeds_a = [t for t in fig.data if t.legendgroup == "A seeds"]
+    assert [list(t.y) for t in seeds_a] == [[4.0, 3.0, 2.0], [3.0, 3.0, 3.0], [2.0, 3.0, 4.0]]
+    assert all(t.visible == "legendonly" for t in seeds_a) and [t.showlegend for t in seeds_a] == [True, False, False]
+    assert "B: min-max over 2 seeds" in by_name
+    assert len(fig.data) == 2 * 2 + 3 + 2  # band + mean per variant, one line per seed
+
+
+def test_loss_curves_bad_input():
+    with pytest.raises(tinytf.TinyTFInputError):
+        loss_curves({})
+    with pytest.raises(tinytf.TinyTFInputError, match="'A' has no runs"):
+        loss_curves({"A": []})
+
+
+@pytest.fixture(scope="module")
+def model():
+    tinytf.seed_everything(0)
+    return tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64)).eval()
+
+
+def test_snapshots_follow_a_real_cached_generation(model):
+    prompt = tinytf.encode("abc")
+    snaps = cache_snapshots(model, prompt, 4)
+    gen = tinytf.generate(model, prompt, 5)
+    assert [s["next"] for s in snaps] == gen.tokens[3:].tolist()  # the same greedy tokens
+    assert [s["length"] for s in snaps] == [3, 4, 5, 6, 7]
+    per_token = kv_cache_bytes(model.config, 1)
+    assert [s["nbytes"] for s in snaps] == [per_token * n for n in (3, 4, 5, 6, 7)]
+    assert snaps[2]["positions"] == [4] and snaps[0]["positions"] == [0, 1, 2]
+    # the norms are those of the cache itself: rerun and compare the last snapshot
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.tensor(gen.tokens[:7].tolist())[None], cache=cache)
+    expected = cache.layers[1].k[0].norm(dim=-1).mean(0)
+    assert torch.allclose(torch.tensor(snaps[-1]["k_norms"][1]), expected, atol=1e-5)
+
+
+def test_cache_growth_frames(model):
+    prompt = tinytf.encode("hi")
+    snaps = cache_snapshots(model, prompt, 3)
+    fig = cache_growth(model, prompt, snapshots=snaps)
+    assert len(fig.frames) == 4 and len(fig.layout.sliders[0].steps) == 4
+    heat = fig.frames[-1].data[0]  # rows: layer 0 K, layer 0 V, layer 1 K, ...
+    width = snaps[-1]["length"]
+    assert len(heat.z) == 2 * model.config.n_layers and len(heat.z[0]) == width
+    assert list(heat.z[0]) == [0, 0, 1, 2, 3]  # the prompt's 2 positions at step 0, then one per step
+    assert list(heat.customdata[2]) == pytest.approx(snaps[-1]["k_norms"][1])  # row 2 = layer 1 K
+    first = fig.frames[0].data[0]
+    assert list(first.z[0]) == [0, 0, None, None, None]
+    assert list(first.customdata[1][:2]) == pytest.approx(snaps[0]["v_norms"][0])
+    assert list(fig.frames[-1].data[1].y) == [s["nbytes"] / 1024 for s in snaps]
+    assert "new token" in fig.frames[1].layout.title.text
+    assert fig.frames[2].layout.shapes[0].x0 == 2.5  # the column written at step 2 (position 3) is outlined
+
+
+def test_cache_growth_bad_input(model):
+    with pytest.raises(tinytf.TinyTFInputError):
+        cache_snapshots(model, tinytf.encode("hi"), -1)
+    with pytest.raises(tinytf.TinyTFInputError, match="TinyTransformer"):
+        cache_snapshots(tinytf.EncoderDecoder(tinytf.TinyConfig(d_model=32, n_heads=2)), tinytf.encode("hi"), 2)
+    with pytest.raises(tinytf.TinyTFInputError):
+        cache_snapshots(model, [], 2)

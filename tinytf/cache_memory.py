@@ -1,0 +1,104 @@
+"""How much memory a KV cache needs, from the config alone.
+
+Every layer keeps one key and one value vector per cached position and per key/value head:
+
+    bytes = 2 (K and V) * n_layers * batch * T * n_kv_heads * d_head * bytes_per_value
+
+Grouped-query attention shrinks only ``n_kv_heads``; the query heads are not cached at all.
+``kv_cache_bytes`` gives the number; ``KVCache.nbytes()`` of a real cache must agree (the chapter
+and tests/test_cache_memory.py check it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .config import TinyConfig
+from .errors import TinyTFInputError
+
+__all__ = ["kv_cache_bytes", "CacheMemory", "cache_memory", "format_bytes", "cache_memory_table"]
+
+
+def _bytes_per_value(dtype) -> int:
+    if isinstance(dtype, int) and not isinstance(dtype, bool) and dtype > 0:
+        return dtype
+    if isinstance(dtype, torch.dtype):
+        return torch.empty((), dtype=dtype).element_size()
+    raise TinyTFInputError(f"dtype: expected a torch dtype (e.g. torch.bfloat16) or a byte count, got {dtype!r}")
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TinyTFInputError(f"{name}: expected a non-negative integer, got {value!r}")
+
+
+def kv_cache_bytes(cfg: TinyConfig, seq_len: int, batch: int = 1, dtype=torch.float32) -> int:
+    """2 * n_layers * batch * seq_len * n_kv_heads * d_head * bytes per value (the decoder's self-attention cache)."""
+    _positive("seq_len", seq_len)
+    _positive("batch", batch)
+    return 2 * cfg.n_layers * batch * seq_len * cfg.kv_heads * cfg.d_head * _bytes_per_value(dtype)
+
+
+@dataclass(frozen=True)
+class CacheMemory:
+    """The factors of the formula, and the result, for one config and length."""
+
+    n_layers: int
+    batch: int
+    seq_len: int
+    n_kv_heads: int
+    n_heads: int
+    d_head: int
+    bytes_per_value: int
+
+    @property
+    def nbytes(self) -> int:
+        return 2 * self.n_layers * self.batch * self.seq_len * self.n_kv_heads * self.d_head * self.bytes_per_value
+
+    @property
+    def without_gqa(self) -> int:
+        """The same cache if every query head had its own K/V head (plain multi-head attention)."""
+        return self.nbytes // self.n_kv_heads * self.n_heads
+
+    @property
+    def per_token(self) -> int:
+        """Bytes added to the cache by one more position (batch 1)."""
+        return 2 * self.n_layers * self.n_kv_heads * self.d_head * self.bytes_per_value
+
+    def formula(self) -> str:
+        return (f"2 x {self.n_layers} layers x {self.batch} batch x {self.seq_len} positions x {self.n_kv_heads} "
+                f"K/V heads x {self.d_head} d_head x {self.bytes_per_value} bytes = {self.nbytes:,} bytes "
+                f"({format_bytes(self.nbytes)})")
+
+
+def cache_memory(cfg: TinyConfig, seq_len: int, batch: int = 1, dtype=torch.float32) -> CacheMemory:
+    """The formula's factors for ``cfg`` (see ``CacheMemory.formula()``)."""
+    _positive("seq_len", seq_len)
+    _positive("batch", batch)
+    return CacheMemory(cfg.n_layers, batch, seq_len, cfg.kv_heads, cfg.n_heads, cfg.d_head, _bytes_per_value(dtype))
+
+
+def format_bytes(n: int) -> str:
+    """Binary units: 1,536 -> '1.50 KiB'."""
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n} bytes" if unit == "bytes" else f"{n:.2f} {unit}"
+        n /= 1024
+    raise AssertionError  # unreachable
+
+
+def cache_memory_table(rows: dict) -> str:
+    """Plain text, one row per ``{name: CacheMemory}``: factors, bytes per token, the cache, the same cache
+    without GQA (one K/V head per query head) and the saving."""
+    head = (f"{'model':<24} {'layers':>6} {'heads':>5} {'K/V heads':>9} {'d_head':>6} {'bytes':>5} "
+            f"{'T':>6} {'per token':>10} {'KV cache':>10} {'if MHA':>10} {'GQA saves':>9}")
+    lines = [head, "-" * len(head)]
+    for name, m in rows.items():
+        if not isinstance(m, CacheMemory):
+            raise TinyTFInputError(f"{name}: expected a CacheMemory (from cache_memory(cfg, T)), got {type(m).__name__}")
+        lines.append(f"{name:<24} {m.n_layers:>6} {m.n_heads:>5} {m.n_kv_heads:>9} {m.d_head:>6} "
+                     f"{m.bytes_per_value:>5} {m.seq_len:>6} {format_bytes(m.per_token):>10} "
+                     f"{format_bytes(m.nbytes):>10} {format_bytes(m.without_gqa):>10} "
+                     f"{m.without_gqa / m.nbytes:>8.0f}x")
+    return "\n".join(lines)

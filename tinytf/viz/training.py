@@ -1,0 +1,57 @@
+"""Loss curves of repeated training runs: the mean over seeds as a line and the spread
+(min to max over seeds) as a shaded band, one colour per variant. Every number drawn comes
+from the runs' recorded losses (e.g. ``tinytf.block_comparison.load_results()``); this module
+only arranges them.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from ..block_comparison import curve_band
+from ..errors import TinyTFInputError
+from .common import FONT, OKABE_ITO
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def loss_curves(runs_by_variant: dict, window: int = 10, show_seeds: bool = True, log_y: bool = False,
+                title: str = "Training loss: mean over seeds (line) and min-max spread (band)") -> go.Figure:
+    """``runs_by_variant``: {name: [{"seed": s, "losses": [...]}, ...]} (the "runs" of a comparison).
+
+    Each curve is first smoothed by a trailing moving average of ``window`` steps; the band spans
+    the lowest and highest smoothed seed at every step. Clicking a variant's band or mean in the legend
+    hides both; its seeds are drawn as thin dotted lines, hidden until their one legend entry
+    ("<name>: each seed") is clicked (``show_seeds=False`` leaves them out)."""
+    if not runs_by_variant:
+        raise TinyTFInputError("loss_curves: no runs given")
+    fig = go.Figure()
+    for i, (name, runs) in enumerate(runs_by_variant.items()):
+        if not runs:
+            raise TinyTFInputError(f"loss_curves: variant {name!r} has no runs")
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
+        band = curve_band(runs, window)
+        steps = band["step"]
+        fig.add_trace(go.Scatter(x=steps + steps[::-1], y=band["max"] + band["min"][::-1], fill="toself",
+                                 fillcolor=_rgba(colour, 0.22), line=dict(width=0), hoverinfo="skip",
+                                 name=f"{name}: min-max over {len(runs)} seeds", legendgroup=name))
+        fig.add_trace(go.Scatter(x=steps, y=band["mean"], mode="lines", line=dict(color=colour, width=2.5),
+                                 name=f"{name}: mean", legendgroup=name,
+                                 hovertemplate=f"{name}<br>step %{{x}}<br>mean loss %{{y:.3f}}<extra></extra>"))
+        if show_seeds:  # one legend entry per variant switches all its seeds on or off
+            for j, (seed, curve) in enumerate(zip(band["seeds"], band["curves"])):
+                fig.add_trace(go.Scatter(x=steps, y=curve, mode="lines", visible="legendonly",
+                                         line=dict(color=colour, width=1, dash="dot"),
+                                         name=f"{name}: each seed", legendgroup=f"{name} seeds", showlegend=j == 0,
+                                         hovertemplate=f"{name}, seed {seed}<br>step %{{x}}<br>loss %{{y:.3f}}"
+                                                       "<extra></extra>"))
+    fig.update_layout(template="plotly_white", font=FONT, height=520, title=title,
+                      margin=dict(l=60, r=20, t=60, b=50),
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0,
+                                  groupclick="togglegroup"))
+    fig.update_xaxes(title="training step")
+    fig.update_yaxes(title=f"cross-entropy (moving average of {window} steps)", type="log" if log_y else "linear")
+    return fig
