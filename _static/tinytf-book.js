@@ -1,0 +1,45 @@
+// tinytf book: small page helpers (loaded on every page, served locally, no network).
+// Live-only ipywidgets panels show a note in the static book ("live panel — launch this
+// chapter in Binder or Colab"); give that note the chapter's real Binder and Colab links,
+// taken from the page's launch buttons, so the note is a working way to the live panel.
+(function () {
+  "use strict";
+  function launchLinks() {
+    var found = [];
+    var seen = {};
+    document.querySelectorAll("a[href]").forEach(function (a) {
+      var href = a.getAttribute("href");
+      var name = null;
+      if (href.indexOf("mybinder.org/v2/") !== -1) { name = "Launch in Binder"; }
+      else if (href.indexOf("colab.research.google.com/github/") !== -1) { name = "Open in Colab"; }
+      if (name && !seen[name]) { seen[name] = true; found.push({ name: name, href: href }); }
+    });
+    return found;
+  }
+  function decorate() {
+    var notes = document.querySelectorAll(".tinytf-live-note");
+    if (!notes.length) { return; }
+    var links = launchLinks();
+    if (!links.length) { return; }
+    notes.forEach(function (note) {
+      if (note.querySelector(".tinytf-launch-links")) { return; }
+      var p = document.createElement("span");
+      p.className = "tinytf-launch-links";
+      links.forEach(function (l) {
+        var a = document.createElement("a");
+        a.href = l.href;
+        a.textContent = l.name;
+        a.target = "_blank";
+        a.rel = "noopener";
+        p.appendChild(a);
+      });
+      note.appendChild(document.createElement("br"));
+      note.appendChild(p);
+    });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", decorate);
+  } else {
+    decorate();
+  }
+})();

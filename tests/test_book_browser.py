@@ -1,0 +1,111 @@
+"""Every page of the built book in headless Chromium (Debian's /usr/bin/chromium via
+Playwright), served from 127.0.0.1 with every other host blocked: it loads, logs no console
+error, requests nothing remote, draws every plotly figure, typesets its math, plays its
+matplotlib animations, shows the title and the chapter navigation. A full-page screenshot
+of each page is kept in _build/screenshots/ for a person to look at."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import SCREENSHOTS, book_url, open_page, toc_docnames
+
+DOCS = toc_docnames()
+CHAPTER_DOCS = [d for d in DOCS if d.startswith("chapters/")]
+BOOK_TITLE_PART = "tinytf"
+EXTRA_PAGES = ["search.html", "genindex.html", "index.html"]
+
+
+def screenshot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name.replace('/', '__')}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("docname", DOCS)
+def test_page_in_browser(book_server, browser, docname):
+    page, console_errors, remote_requests = open_page(browser, f"{docname}.html")
+    try:
+        # 1. title: "<page title> — <book title>", and the page has one h1
+        title = page.title()
+        assert BOOK_TITLE_PART in title, f"page title {title!r}"
+        assert page.locator("main h1").count() >= 1, "no h1 heading"
+
+        # 2. chapter navigation: the sidebar links every page of the toc (landing page included)
+        nav = page.eval_on_selector_all("nav.bd-docs-nav a.reference.internal",
+                                        "els => els.map(e => e.getAttribute('href'))")
+        linked = {href.split("#")[0].rsplit("/", 1)[-1].removesuffix(".html") for href in nav}
+        expected = {d.rsplit("/", 1)[-1] for d in DOCS}
+        assert expected <= linked | {docname.rsplit("/", 1)[-1]}, f"sidebar links {sorted(linked)}"
+
+        # 3. every plotly figure has drawn its SVG
+        n_figures = page.locator(".plotly-graph-div").count()
+        if n_figures:
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.plotly-graph-div')]"
+                ".every(d => d.querySelector('svg.main-svg'))", timeout=30_000)
+            assert page.locator(".tinytf-noplotly").count() == 0, "a figure fell back to its 'no plotly.js' note"
+
+        # 4. math is typeset by the local MathJax: every math element holds a rendered formula
+        if page.locator("span.math, div.math").count():
+            page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                   timeout=30_000)
+            page.evaluate("() => MathJax.startup.promise.then(() => true)")
+            untypeset = page.eval_on_selector_all(
+                "span.math, div.math", "els => els.filter(e => !e.querySelector('mjx-container')).length")
+            assert untypeset == 0, f"{untypeset} formulas were not typeset"
+            assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+
+        # 5. matplotlib animations play (to_jshtml): press Play, the frame changes
+        for i in range(page.locator("div.animation").count()):
+            anim = page.locator("div.animation").nth(i)
+            anim.scroll_into_view_if_needed()
+            slider = anim.locator("input.anim-slider")
+            start = int(slider.input_value())
+            first_src = anim.locator("img").get_attribute("src")
+            anim.locator("button[title='Play']").click()
+            page.wait_for_function(
+                "([el, v]) => parseInt(el.value) !== v", arg=[slider.element_handle(), start], timeout=10_000)
+            anim.locator("button[title='Pause']").click()
+            assert anim.locator("img").get_attribute("src") != first_src, "animation frame did not change"
+
+        # 6. no dead control: widget views are not rendered; live notes carry launch links
+        assert page.locator(".jupyter-widgets, .widget-area").count() == 0, "a widget is rendered on a static page"
+        for i in range(page.locator(".tinytf-live-note").count()):
+            note = page.locator(".tinytf-live-note").nth(i)
+            assert note.is_visible()
+            hrefs = note.locator("a").evaluate_all("els => els.map(e => e.href)")
+            assert any("mybinder.org" in h for h in hrefs) and any("colab" in h for h in hrefs), hrefs
+
+        # 7. chapter pages: the launch buttons are there
+        if docname in CHAPTER_DOCS and (page.locator("a[href*='mybinder.org/v2/gh/']").count()):
+            assert page.locator("a[href*='colab.research.google.com/github/']").count() >= 1
+
+        screenshot(page, docname)
+        page.wait_for_timeout(500)  # let late errors (async scripts, the favicon) arrive
+        assert not remote_requests, f"requests to other hosts: {remote_requests}"
+        assert not console_errors, f"console errors: {console_errors}"
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("path", EXTRA_PAGES)
+def test_generated_pages_in_browser(book_server, browser, path):
+    page, console_errors, remote_requests = open_page(browser, path)
+    try:
+        if path == "search.html":
+            page.goto(book_url("search.html?q=attention"))
+            page.wait_for_load_state("networkidle")
+        elif path == "index.html":
+            page.wait_for_url(f"**/{DOCS[0]}.html", timeout=10_000)  # redirect to the landing page
+        screenshot(page, path.removesuffix(".html"))
+        page.wait_for_timeout(500)
+        assert not remote_requests, remote_requests
+        assert not console_errors, console_errors
+    finally:
+        page.context.close()
+
+
+def test_every_built_page_is_tested(book_html):
+    built = {str(p.relative_to(book_html)) for p in book_html.rglob("*.html")
+             if not ({"_static", "_sources", "_images"} & set(p.relative_to(book_html).parts))}
+    tested = {f"{d}.html" for d in DOCS} | set(EXTRA_PAGES)
+    assert built <= tested, f"pages built but not opened by these tests: {sorted(built - tested)}"

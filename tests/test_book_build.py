@@ -1,0 +1,272 @@
+"""The book frame: configuration, the HTML build (warnings are errors) and what it contains,
+checked without a browser. tests/test_book_browser.py looks at the same pages in Chromium."""
+from __future__ import annotations
+
+import re
+import shlex
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from conftest import BOOK_HTML, ROOT, doc_source, toc_docnames
+
+import tinytf.book
+
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+SPHINX = CONFIG["sphinx"]["config"]
+DOCS = toc_docnames()
+NOTEBOOK_DOCS = [d for d in DOCS if (ROOT / f"{d}.ipynb").is_file()]
+WIDGET_NOTE = "live panel"
+
+
+class AssetParser(HTMLParser):
+    """Collects what a page loads: script src, stylesheet/preload/icon href, img/iframe/source src."""
+
+    def __init__(self):
+        super().__init__()
+        self.loads: list[str] = []
+        self.scripts: list[dict] = []
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "script":
+            self.scripts.append(a)
+            if a.get("src"):
+                self.loads.append(a["src"])
+        elif tag == "link" and a.get("href") and set((a.get("rel") or "").split()) & {
+                "stylesheet", "preload", "icon", "modulepreload", "prefetch", "manifest"}:
+            self.loads.append(a["href"])
+        elif tag in ("img", "iframe", "source", "embed", "audio", "video") and a.get("src"):
+            self.loads.append(a["src"])
+        elif tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+
+
+def parse(path: Path) -> AssetParser:
+    parser = AssetParser()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def page_path(docname: str) -> Path:
+    return BOOK_HTML / f"{docname}.html"
+
+
+def is_remote(url: str) -> bool:
+    return bool(re.match(r"^(?:[a-z][a-z0-9+.-]*:)?//", url, re.I)) and not url.startswith("data:")
+
+
+# --------------------------------------------------------------------------- configuration
+def test_repository_url_is_the_one_the_setup_cell_installs_from():
+    assert CONFIG["repository"]["url"] == tinytf.book.REPO_URL
+    assert tinytf.book.REPO_URL in tinytf.book.SETUP_CELL
+
+
+def test_setup_cell_is_a_no_op_when_tinytf_is_importable():
+    """Locally and in CI the set-up cell must not install anything."""
+    calls = []
+
+    class FakeIPython:
+        def run_line_magic(self, name, line):
+            calls.append((name, line))
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    code = TransformerManager().transform_cell(tinytf.book.SETUP_CELL)
+    assert "run_line_magic('pip'" in code  # Colab path: %pip install ... when the import fails
+    exec(compile(code, "<setup cell>", "exec"), {"get_ipython": lambda: FakeIPython()})
+    assert calls == []
+
+
+def test_notebooks_are_never_executed_by_the_build():
+    assert CONFIG["execute"]["execute_notebooks"] in ("off", False)
+
+
+def test_launch_buttons_binder_and_colab():
+    buttons = CONFIG["launch_buttons"]
+    assert buttons["binderhub_url"] == "https://mybinder.org"
+    assert buttons["colab_url"] == "https://colab.research.google.com"
+    assert buttons.get("thebe") is False
+
+
+def test_widget_views_are_never_rendered_and_no_widget_manager_is_loaded():
+    assert SPHINX["nb_ipywidgets_js"] == {}
+    overrides = {(b, m): p for b, m, p in SPHINX["nb_mime_priority_overrides"]}
+    assert overrides[("html", "application/vnd.jupyter.widget-view+json")] is None
+    assert "sphinx_thebe" not in SPHINX["extensions"]
+
+
+def test_requirements_pin_the_cpu_torch():
+    lines = [l.strip() for l in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert "torch==2.13.0" in lines, "torch must stay pinned (a loose torch pulls a multi-GB CUDA build)"
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```(?:bash|sh)\n(.*?)^```", readme, re.M | re.S)
+    readme_commands = [l.split("#")[0].strip() for b in blocks for l in b.splitlines()]
+    assert "make test" in readme_commands and "make book" in readme_commands, "README must show both commands"
+    assert "set -euo pipefail" in ci
+    commands = [shlex.split(l) for l in ci.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    assert ["make", "test"] in commands, ".ci/run must run exactly the README's test command"
+
+
+# --------------------------------------------------------------------------- the build
+def test_book_builds_with_warnings_as_errors(book_html):
+    """`make book` / the fixture ran `jupyter-book build . -W -n --keep-going`; it passed."""
+    log = (ROOT / "_build" / "build.log")
+    assert (book_html / "index.html").is_file()
+    if log.is_file():
+        text = log.read_text(encoding="utf-8")
+        assert "WARNING" not in text, text[-3000:]
+
+
+def test_every_toc_page_was_built(book_html):
+    missing = [d for d in DOCS if not page_path(d).is_file()]
+    assert not missing, f"pages not built: {missing}"
+
+
+def test_no_page_loads_anything_from_another_host(book_html):
+    bad = {}
+    for page in sorted(book_html.rglob("*.html")):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        remote = [u for u in parse(page).loads if is_remote(u)]
+        if remote:
+            bad[str(page.relative_to(book_html))] = remote
+    assert not bad, f"remote scripts/styles/fonts/images: {bad}"
+
+
+def test_no_remote_reference_in_the_css_we_serve(book_html):
+    """Stylesheets could still pull fonts or @imports from a CDN."""
+    bad = []
+    for css in (book_html / "_static").rglob("*.css"):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        for hit in re.finditer(r"""(?:url\(\s*["']?|@import\s+["'])(?:https?:)?//[^)"']+""", text):
+            bad.append(f"{css.relative_to(book_html)}: {hit.group(0)}")
+    assert not bad, bad
+
+
+def test_local_assets_exist(book_html):
+    """Every local script/style/image a page asks for is in the build (no 404 offline)."""
+    missing = []
+    for docname in DOCS:
+        page = page_path(docname)
+        for url in parse(page).loads:
+            if is_remote(url) or url.startswith("data:"):
+                continue
+            target = (page.parent / url.split("?")[0].split("#")[0]).resolve()
+            if not target.is_file():
+                missing.append(f"{docname}: {url}")
+    assert not missing, missing
+
+
+def test_plotly_js_is_served_locally_and_only_where_needed(book_html):
+    plotly_js = book_html / "_static" / "plotly.min.js"
+    assert plotly_js.is_file() and plotly_js.stat().st_size > 1_000_000
+    for docname in DOCS:
+        html = page_path(docname).read_text(encoding="utf-8")
+        loads_plotly = any(u.split("?")[0].endswith("_static/plotly.min.js") for u in parse(page_path(docname)).loads)
+        has_figure = "plotly-graph-div" in html
+        assert loads_plotly == has_figure, f"{docname}: figure={has_figure} but plotly.js loaded={loads_plotly}"
+
+
+def test_math_uses_the_local_mathjax(book_html):
+    assert (book_html / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert list((book_html / "_static" / "mathjax" / "output" / "chtml" / "fonts").rglob("*.woff"))
+    for docname in DOCS:
+        parser = parse(page_path(docname))
+        mathjax = [u for u in parser.loads if "mathjax" in u.lower() or "tex-" in u]
+        for url in mathjax:
+            assert not is_remote(url) and "_static/mathjax/tex-chtml.js" in url, f"{docname}: {url}"
+
+
+def test_no_thebe_requirejs_or_widget_manager(book_html):
+    for docname in DOCS:
+        html = page_path(docname).read_text(encoding="utf-8")
+        for needle in ("THEBE_JS_URL", "require.min.js", "embed-amd.js", "html-manager",
+                       'type="application/vnd.jupyter.widget-view+json"',
+                       'type="application/vnd.jupyter.widget-state+json"'):
+            assert needle not in html, f"{docname} contains {needle!r}"
+
+
+@pytest.mark.parametrize("docname", NOTEBOOK_DOCS)
+def test_chapter_page_has_binder_and_colab_buttons(book_html, docname):
+    links = parse(page_path(docname)).links
+    repo = tinytf.book.REPO_URL.removeprefix("https://github.com/")
+    binder = f"https://mybinder.org/v2/gh/{repo}/main?urlpath=lab/tree/{docname}.ipynb"
+    colab = f"https://colab.research.google.com/github/{repo}/blob/main/{docname}.ipynb"
+    assert binder in links, f"{docname}: no Binder button ({binder})"
+    assert colab in links, f"{docname}: no Colab button ({colab})"
+
+
+@pytest.mark.parametrize("docname", NOTEBOOK_DOCS)
+def test_every_figure_and_widget_note_of_the_notebook_is_on_the_page(book_html, docname):
+    """Each plotly output's div id and each widget's static note reach the HTML page."""
+    nb = nbformat.read(doc_source(docname), as_version=4)
+    html = page_path(docname).read_text(encoding="utf-8")
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.plotly.v1+json" in data:
+                div_id = re.search(r'<div id="([^"]+)"', data.get("text/html", ""))
+                assert div_id and f'id="{div_id.group(1)}"' in html, f"{docname}: a plotly figure vanished"
+            if "application/vnd.jupyter.widget-view+json" in data:
+                note = data.get("text/html", "").strip()
+                assert note and note in html, f"{docname}: a widget's static note is not on the page"
+
+
+# --------------------------------------------------------------------------- nbval sanitizing
+def _sanitize(text: str) -> str:
+    from nbval.plugin import get_sanitize_patterns
+
+    patterns = get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text(encoding="utf-8"))
+    for regex, replace in patterns:
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def test_sanitizer_masks_the_animation_ids():
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import animation
+
+    def jshtml():
+        fig, ax = plt.subplots(figsize=(1, 1))
+        html = animation.FuncAnimation(fig, lambda i: [], frames=2).to_jshtml()
+        plt.close(fig)
+        return html
+
+    first, second = jshtml(), jshtml()
+    assert first != second  # the ids differ by nature...
+    assert _sanitize(first) == _sanitize(second)  # ...and only the ids
+
+
+def test_sanitizer_never_touches_the_parameter_table_or_causality_check():
+    import tinytf
+
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig())
+    table = tinytf.format_table(tinytf.parameter_table(model))
+    report = tinytf.causality_check(model, tinytf.encode("hello world")).report()
+    assert _sanitize(table) == table
+    assert _sanitize(report) == report
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_DOCS)
+def test_sanitizer_leaves_parameter_tables_and_causality_outputs_of_chapters_alone(name):
+    nb = nbformat.read(doc_source(name), as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not re.search(r"parameter_table|causality_(check|sweep)|sweep_report",
+                                                       cell.source):
+            continue
+        for out in cell.outputs:
+            text = out.get("text") or out.get("data", {}).get("text/plain", "")
+            assert _sanitize(text) == text, f"{name} cell {i}: nbval_sanitize.cfg would mask part of this output"

@@ -1,0 +1,187 @@
+"""Static checks on the chapter notebooks (no kernel, no build): the shape every chapter
+must have so that it runs in Colab/Binder, passes nbval honestly and renders offline."""
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+
+from conftest import ROOT, doc_source, toc_docnames
+
+from tinytf.book import SETUP_CELL
+
+CHAPTERS = [name for name in toc_docnames() if name.startswith("chapters/")]
+# numbered chapters are notebooks; the reference pages (glossary, api) are markdown
+NOTEBOOKS = [name for name in CHAPTERS if re.match(r"chapters/\d+_", name)]
+
+# A reference to another host inside an output: a URL in src/href/url(), an @import, or a
+# known CDN host name anywhere. (Plain links in prose are fine: a link is not a load.)
+REMOTE_LOAD = re.compile(
+    r"""(?:\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//)"""
+    r"""|(?:url\(\s*["']?(?:https?:)?//)"""
+    r"""|(?:@import\s+(?:url\()?["']?(?:https?:)?//)""",
+    re.I,
+)
+CDN_HOSTS = re.compile(
+    r"cdn\.jsdelivr\.net|unpkg\.com|cdnjs\.cloudflare\.com|cdn\.plot\.ly|maxcdn\.bootstrapcdn\.com|"
+    r"fonts\.googleapis\.com|fonts\.gstatic\.com|code\.jquery\.com|ajax\.googleapis\.com|"
+    r"mathjax\.org|polyfill\.io|stackpath\.bootstrapcdn\.com",
+    re.I,
+)
+TITLE = re.compile(r"^#\s+(\d+)\.\s+\S")
+DETAILS = re.compile(r"<details>\s*<summary>.*?</summary>.*?</details>", re.S | re.I)
+
+
+def load(name: str):
+    path = ROOT / f"{name}.ipynb"
+    if not path.is_file():
+        pytest.skip(f"{path.relative_to(ROOT)} does not exist (test_chapter_in_toc_exists fails for it)")
+    return nbformat.read(path, as_version=4)
+
+
+def code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def output_texts(cell):
+    """Every textual payload of a code cell's outputs, with its mime type."""
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream":
+            yield "stream", out.text
+        elif out.output_type == "error":
+            yield "error", "\n".join(out.traceback)
+        for mime, value in out.get("data", {}).items():
+            if isinstance(value, str):
+                yield mime, value
+            else:
+                yield mime, json.dumps(value)
+
+
+def test_toc_lists_the_chapters_of_the_brief():
+    expected = [f"chapters/{n}" for n in (
+        "01_tokens_embeddings_positions", "02_causal_self_attention", "03_normalisation",
+        "04_feed_forward", "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer",
+        "08_encoder_decoder", "09_2017_to_2026", "10_generation_kv_cache", "11_misconceptions",
+        "glossary", "api")]
+    if build_toc_overridden():
+        pytest.skip("TINYTF_BOOK_TOC is set: checking another table of contents")
+    assert CHAPTERS == expected
+
+
+def build_toc_overridden() -> bool:
+    import build_book
+
+    return build_book.toc_path() != ROOT / "_toc.yml"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_in_toc_exists(name):
+    assert doc_source(name) is not None, f"{name} is in _toc.yml but neither {name}.ipynb nor {name}.md exists"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_parses_and_validates(name):
+    nb = load(name)
+    nbformat.validate(nb)
+    assert nb.metadata.get("kernelspec", {}).get("language", "python") == "python"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_first_cell_is_the_setup_cell(name):
+    nb = load(name)
+    cells = code_cells(nb)
+    assert cells, f"{name} has no code cell"
+    assert nb.cells[0].cell_type == "code", f"{name}: the first cell must be the set-up code cell"
+    assert nb.cells[0].source == SETUP_CELL, (
+        f"{name}: the first cell must be exactly tinytf.book.SETUP_CELL (Colab installs tinytf with it)")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_markdown_title_follows_the_setup_cell(name):
+    nb = load(name)
+    assert len(nb.cells) > 1 and nb.cells[1].cell_type == "markdown", f"{name}: cell 2 must be markdown"
+    first_line = nb.cells[1].source.strip().splitlines()[0]
+    match = TITLE.match(first_line)
+    assert match, f"{name}: cell 2 must start with '# N. Title', found {first_line!r}"
+    prefix = name.split("/")[-1].split("_")[0]
+    if prefix.isdigit():
+        assert int(match.group(1)) == int(prefix), f"{name}: title number {match.group(1)} != file number {prefix}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_code_cell_was_executed_in_order(name):
+    nb = load(name)
+    counts = [c.execution_count for c in code_cells(nb)]
+    missing = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.execution_count is None]
+    assert not missing, f"{name}: code cells {missing} have no execution_count (run the notebook top to bottom)"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{name}: execution counts {counts} are not 1..N: run it top to bottom in a fresh kernel")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_no_error_outputs(name):
+    nb = load(name)
+    errors = [(i, o.get("ename")) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+              for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"{name}: committed error outputs {errors}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_no_output_loads_from_another_host(name):
+    nb = load(name)
+    bad = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for mime, text in output_texts(cell):
+            for pattern in (REMOTE_LOAD, CDN_HOSTS):
+                hit = pattern.search(text)
+                if hit:
+                    bad.append(f"cell {i} {mime}: ...{text[max(0, hit.start() - 40):hit.end() + 60]!r}")
+    assert not bad, f"{name}: outputs reference a remote host (the book must work offline):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_plotly_outputs_carry_their_html(name):
+    """myst-nb cannot draw plotly JSON: every figure needs the text/html part from tinytf.viz.show."""
+    nb = load(name)
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.plotly.v1+json" in data:
+                html = data.get("text/html", "")
+                assert "plotly-graph-div" in html, f"{name} cell {i}: plotly output without its text/html figure"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_widget_outputs_carry_a_static_note(name):
+    """A live-only widget view is never rendered in the HTML book; its text/html note is."""
+    nb = load(name)
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                note = data.get("text/html", "")
+                assert "launch" in note.lower() and ("binder" in note.lower() or "colab" in note.lower()), (
+                    f"{name} cell {i}: widget output without a text/html note pointing to Binder/Colab")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_exercises_have_hidden_solutions(name):
+    nb = load(name)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    blocks = DETAILS.findall(markdown)
+    assert blocks, f"{name}: no <details><summary>…</summary>…</details> solution/answer block"
+    for block in blocks:
+        body = re.sub(r"<summary>.*?</summary>", "", block, flags=re.S)
+        body = re.sub(r"</?details>", "", body).strip()
+        assert body, f"{name}: an empty <details> block"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_is_seeded(name):
+    nb = load(name)
+    source = "\n".join(c.source for c in code_cells(nb))
+    assert "seed_everything(" in source, f"{name}: call tinytf.seed_everything(0) before anything random"
