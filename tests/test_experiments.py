@@ -1,0 +1,130 @@
+"""tinytf.experiments (chapter 5's measurements) and tinytf.viz.gradients (its figures)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tinytf
+from tinytf import experiments as ex
+
+SMALL = tinytf.TinyConfig(d_model=32, n_heads=4, d_ff=128, n_layers=3)
+
+
+def _model(cfg=SMALL, seed=0):
+    torch.manual_seed(seed)
+    return tinytf.TinyTransformer(cfg)
+
+
+def test_measure_layers_matches_a_plain_backward_pass():
+    model = _model()
+    ids, targets = torch.randint(0, 256, (2, 5)), torch.randint(0, 256, (2, 5))
+    m = ex.measure_layers(model, ids, targets)
+    assert all(p.grad is None for p in model.parameters()), "measure_layers leaves no gradients behind"
+    # the same loss and gradients, computed without the measurement code
+    loss = F.cross_entropy(model(ids).flatten(0, 1), targets.flatten())
+    loss.backward()
+    expected = [math.sqrt(sum(float(p.grad.pow(2).sum()) for p in b.parameters())) for b in model.blocks]
+    assert m.loss == pytest.approx(loss.item(), rel=1e-6)
+    assert m.grad_norm == pytest.approx(expected, rel=1e-5)
+    _, trace = model.run_with_trace(ids)
+    rms = [trace[f"blocks.{i}.resid_post"].pow(2).mean(-1).sqrt().mean().item() for i in range(3)]
+    assert m.activation_rms == pytest.approx(rms, rel=1e-6)
+
+
+def test_stream_replaces_the_embeddings():
+    model = _model()
+    stream = torch.randn(2, 5, 32)
+    targets = torch.randint(0, 256, (2, 5))
+    a = ex.measure_layers(model, torch.randint(0, 256, (2, 5)), targets, stream)
+    b = ex.measure_layers(model, torch.randint(0, 256, (2, 5)), targets, stream)
+    assert a.grad_norm == b.grad_norm and a.activation_rms == b.activation_rms  # the ids no longer matter
+    c = ex.measure_layers(model, torch.randint(0, 256, (2, 5)), targets, 2 * stream)
+    assert c.activation_rms != a.activation_rms
+
+
+def test_token_similarity():
+    same = torch.ones(1, 4, 8)
+    assert ex.token_similarity(same) == pytest.approx(1.0)
+    orthogonal = torch.eye(4)[None]  # 4 positions, 4 features, pairwise orthogonal
+    assert ex.token_similarity(orthogonal) == pytest.approx(0.0, abs=1e-7)
+    with pytest.raises(tinytf.TinyTFInputError):
+        ex.token_similarity(torch.ones(1, 1, 8))
+
+
+def test_layer_profile_is_deterministic_averages_seeds_and_keeps_the_rng():
+    torch.manual_seed(123)
+    expected_next = torch.rand(3)
+    torch.manual_seed(123)
+    p1 = ex.layer_profile(SMALL, seeds=(0, 1), batch=2, seq_len=4)
+    assert torch.equal(torch.rand(3), expected_next), "layer_profile must not move the caller's RNG"
+    ex._MEASURED.clear()  # measure again rather than return the stored result
+    p2 = ex.layer_profile(SMALL, seeds=(0, 1), batch=2, seq_len=4)
+    assert p1.grad_norm == p2.grad_norm and p1 is not p2
+    p3 = ex.layer_profile(SMALL, seeds=(0, 1), batch=2, seq_len=4, label="again")
+    assert p3.label == "again" and p3.grad_norm == p1.grad_norm
+    geo = [math.sqrt(a * b) for a, b in zip(p1.per_seed[0].grad_norm, p1.per_seed[1].grad_norm)]
+    assert p1.grad_norm == pytest.approx(geo, rel=1e-9)
+    assert p1.depth == 3 and p1.grad_ratio == pytest.approx(p1.grad_norm[0] / p1.grad_norm[-1])
+    assert p1.per_layer_factor == pytest.approx(p1.grad_ratio ** 0.5)
+    assert p1.label == "3 layers, pre-norm, residual"
+    assert torch.get_num_threads() >= 1
+
+
+def test_chapter_5_findings_hold():
+    """The measured facts chapter 5's prose relies on, at a cheap size."""
+    base = tinytf.TinyConfig(d_model=64, n_heads=4, d_ff=256, n_layers=12)
+    kw = dict(seeds=(0, 1), batch=2, seq_len=8)
+    residual = ex.layer_profile(base, **kw)
+    plain = ex.layer_profile(base.replace(residual=False), **kw)
+    assert 0.5 < residual.grad_ratio < 2  # the highway: first block's gradient ~ last block's
+    assert plain.grad_ratio > 10  # without it, a product of per-layer factors
+    assert plain.token_similarity[-1] > 0.95 > residual.token_similarity[-1]  # positions collapse
+    post = ex.layer_profile(base.replace(norm_position="post"), init_std=64 ** -0.5, **kw)
+    assert post.activation_rms == pytest.approx([1.0] * 12, abs=1e-3)  # post-norm cannot explode
+    pre = ex.layer_profile(base, init_std=64 ** -0.5, **kw)
+    assert pre.activation_rms[-1] > 2 * pre.activation_rms[0]  # the pre-norm stream grows
+
+
+def test_depth_sweep_and_table():
+    profiles = ex.depth_sweep(SMALL, depths=(2, 3), seeds=(0,), batch=2, seq_len=4)
+    assert [p.depth for p in profiles] == [2, 3]
+    table = ex.format_profiles(profiles, columns=("grad_ratio", "similarity_last"))
+    lines = table.splitlines()
+    assert len(lines) == 4 and "first/last" in lines[0] and lines[2].startswith("2 layers")
+    assert f"{profiles[1].grad_ratio:.3g}" in lines[3]
+    with pytest.raises(tinytf.TinyTFInputError, match="unknown column"):
+        ex.format_profiles(profiles, columns=("nope",))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: ex.measure_layers(m, torch.zeros(2, 5, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long)),
+     "targets have shape"),
+    (lambda m: ex.measure_layers(m, torch.zeros(2, 5, dtype=torch.long), torch.zeros(2, 5, dtype=torch.long),
+                                 torch.zeros(2, 5, 7)), "stream has shape"),
+    (lambda m: ex.measure_layers(m, torch.tensor([[300]]), torch.tensor([[0]])), "outside the vocabulary"),
+    (lambda m: ex.layer_profile(SMALL, seeds=()), "at least one seed"),
+    (lambda m: ex.layer_profile(SMALL.replace(max_seq_len=4), seq_len=8), "max_seq_len"),
+])
+def test_bad_input_gets_a_clear_message(call, message):
+    with pytest.raises(tinytf.TinyTFInputError, match=message):
+        call(_model())
+
+
+def test_gradient_figure_draws_the_measured_numbers():
+    pytest.importorskip("plotly")
+    from tinytf.viz.gradients import layer_profile_figure
+
+    profiles = ex.depth_sweep(SMALL, depths=(2, 3), seeds=(0,), batch=2, seq_len=4)
+    fig = layer_profile_figure(profiles, quantities=("activation_rms", "grad_norm"))
+    assert len(fig.data) == 4  # one line per profile per panel
+    assert list(fig.data[0].y) == profiles[0].activation_rms and list(fig.data[3].y) == profiles[1].grad_norm
+    assert list(fig.data[1].x) == [1, 2, 3]
+    assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis.type == "linear"
+    assert fig.data[0].line.color != fig.data[1].line.color  # colour by depth
+    with pytest.raises(tinytf.TinyTFInputError):
+        layer_profile_figure(profiles, quantities=("loss",))
+    with pytest.raises(tinytf.TinyTFInputError):
+        layer_profile_figure([])

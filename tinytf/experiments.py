@@ -1,0 +1,220 @@
+"""Layer-by-layer measurements of a freshly initialised stack (chapter 5).
+
+Two questions about a deep stack of blocks:
+
+* how large is the residual stream leaving each block? (``activation_rms``)
+* how large is the gradient that each block's weights receive from a next-token loss? (``grad_norm``)
+
+Every number comes from the real ``TinyTransformer`` forward and backward pass. By default the
+stream entering block 0 is replaced (at the ``embed`` hook) by random vectors of RMS 1, so the
+blocks are measured on their own, as in seed 001's exercise ("stack 12 layers on random input").
+
+    profile = layer_profile(TinyConfig(d_model=64, n_layers=12), seeds=(0, 1, 2))
+    print(format_profiles([profile]))
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from .config import TinyConfig
+from .errors import TinyTFInputError
+from .models import TinyTransformer, check_ids, init_weights
+from .tracing import run_with_trace
+
+
+@dataclass
+class LayerMeasurement:
+    """One model, one batch, one forward + backward pass."""
+
+    activation_rms: list  # per block: RMS of the stream leaving it (mean over tokens)
+    grad_norm: list  # per block: L2 norm of d loss / d (every weight of the block)
+    token_similarity: list  # per block: mean cosine similarity between the stream vectors of different positions
+    loss: float
+
+
+def stream_rms(h) -> float:
+    """Size of a stream [..., T, C]: each position's root-mean-square over its C features, averaged
+    over positions (and batch). A freshly initialised norm outputs exactly 1 (up to eps)."""
+    return h.detach().pow(2).mean(-1).sqrt().mean().item()
+
+
+def token_similarity(h) -> float:
+    """Mean cosine similarity between the vectors of different positions of the same sequence.
+    h: [B, T, C] with T >= 2. 0 for unrelated directions, 1 when every position carries the same direction."""
+    if h.dim() != 3 or h.shape[1] < 2:
+        raise TinyTFInputError(f"token_similarity needs [B, T, C] with T >= 2, got {list(h.shape)}")
+    u = F.normalize(h, dim=-1)
+    cos = u @ u.transpose(1, 2)  # [B, T, T]
+    T = h.shape[1]
+    off_diagonal = cos.sum((-1, -2)) - cos.diagonal(dim1=-2, dim2=-1).sum(-1)  # [B]
+    return (off_diagonal / (T * (T - 1))).mean().item()
+
+
+def measure_layers(model: TinyTransformer, ids, targets, stream=None) -> LayerMeasurement:
+    """Run ``model`` on ``ids`` ([B, T]), take the next-token cross-entropy against ``targets``
+    ([B, T]), backpropagate, and read activation and gradient sizes block by block.
+
+    ``stream``: optional [B, T, C] tensor that replaces the embedding output, i.e. the residual
+    stream entering block 0. Gradients already stored in ``model`` are cleared first."""
+    ids, _ = check_ids(ids, model.config)
+    targets = torch.as_tensor(targets)
+    if targets.shape != ids.shape:
+        raise TinyTFInputError(f"targets have shape {list(targets.shape)}, expected the shape of ids {list(ids.shape)}")
+    patches = None
+    if stream is not None:
+        expected = [*ids.shape, model.config.d_model]
+        if list(stream.shape) != expected:
+            raise TinyTFInputError(f"stream has shape {list(stream.shape)}, expected [B, T, C] = {expected}")
+        patches = {"embed": lambda _: stream}
+    model.zero_grad(set_to_none=True)
+    logits, trace = run_with_trace(model, ids, names=["blocks.*.resid_post"], patches=patches)  # [B, T, V]
+    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    loss.backward()
+    n = len(model.blocks)
+    streams = [trace[f"blocks.{i}.resid_post"] for i in range(n)]  # [B, T, C] each
+    rms = [stream_rms(h) for h in streams]
+    similarity = [token_similarity(h) if h.shape[1] > 1 else float("nan") for h in streams]
+    grads = [math.sqrt(sum(float(p.grad.pow(2).sum()) for p in b.parameters() if p.grad is not None))
+             for b in model.blocks]
+    model.zero_grad(set_to_none=True)
+    return LayerMeasurement(rms, grads, similarity, loss.item())
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch on one thread inside the block. The matrices here are tiny, so a second thread only
+    adds synchronisation; on a busy 2-core machine two threads were ten times slower than one."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _geometric_mean(rows):
+    """Per-layer geometric mean over seeds (sizes spread over orders of magnitude)."""
+    return [math.exp(sum(math.log(max(v, 1e-30)) for v in col) / len(col)) for col in zip(*rows)]
+
+
+@dataclass
+class LayerProfile:
+    """Measurements of one configuration, averaged (geometric mean) over several seeds."""
+
+    label: str
+    config: TinyConfig
+    init_std: float
+    seeds: tuple
+    activation_rms: list  # per block
+    grad_norm: list  # per block
+    token_similarity: list  # per block (arithmetic mean over seeds)
+    per_seed: list = field(default_factory=list, repr=False)  # the LayerMeasurement of each seed
+
+    @property
+    def depth(self) -> int:
+        return len(self.grad_norm)
+
+    @property
+    def grad_ratio(self) -> float:
+        """Gradient norm of the first block divided by that of the last block."""
+        return self.grad_norm[0] / self.grad_norm[-1]
+
+    @property
+    def per_layer_factor(self) -> float:
+        """The constant factor per layer that would produce ``grad_ratio`` over the stack:
+        ratio ** (1 / (depth - 1)). If it stays the same as depth grows, the ratio is exponential in depth."""
+        return self.grad_ratio ** (1.0 / max(self.depth - 1, 1))
+
+
+def describe(cfg: TinyConfig) -> str:
+    """Short label of the choices chapter 5 varies: '12 layers, pre-norm, residual'."""
+    return f"{cfg.n_layers} layers, {cfg.norm_position}-norm, " + ("residual" if cfg.residual else "no residual")
+
+
+_MEASURED: dict = {}  # layer_profile results by their arguments (measurements are deterministic)
+
+
+def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = None, batch: int = 4,
+                  seq_len: int = 16, random_stream: bool = True, label: str | None = None) -> LayerProfile:
+    """Build a fresh ``TinyTransformer(cfg)`` per seed, measure it with ``measure_layers`` on random
+    token ids and random next-token targets, and average over the seeds.
+
+    init_std: standard deviation of every Linear/Embedding weight (None = tinytf's default, 0.02).
+    random_stream: feed random vectors of RMS 1 into block 0 instead of the (tiny) embeddings.
+    The caller's random-number state is left untouched. The result is a deterministic function of the
+    arguments, so a repeated call (same config, seeds, init, sizes) returns the stored measurement."""
+    if not seeds:
+        raise TinyTFInputError("layer_profile needs at least one seed")
+    if seq_len > cfg.max_seq_len:
+        raise TinyTFInputError(f"seq_len={seq_len} is longer than the config's max_seq_len={cfg.max_seq_len}")
+    key = (cfg, tuple(seeds), init_std, batch, seq_len, random_stream)
+    if key in _MEASURED:
+        return _copy(_MEASURED[key], label or describe(cfg))
+    runs = []
+    with torch.random.fork_rng(), one_thread():
+        for seed in seeds:
+            torch.manual_seed(seed)
+            model = TinyTransformer(cfg)
+            if init_std is not None:
+                init_weights(model, init_std)
+            ids = torch.randint(0, cfg.vocab_size, (batch, seq_len))
+            targets = torch.randint(0, cfg.vocab_size, (batch, seq_len))
+            stream = torch.randn(batch, seq_len, cfg.d_model) if random_stream else None
+            runs.append(measure_layers(model, ids, targets, stream))
+    _MEASURED[key] = LayerProfile(
+        label=label or describe(cfg),
+        config=cfg,
+        init_std=0.02 if init_std is None else init_std,
+        seeds=tuple(seeds),
+        activation_rms=_geometric_mean([r.activation_rms for r in runs]),
+        grad_norm=_geometric_mean([r.grad_norm for r in runs]),
+        token_similarity=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in runs))],
+        per_seed=runs,
+    )
+    return _copy(_MEASURED[key], label or describe(cfg))
+
+
+def _copy(profile: LayerProfile, label: str) -> LayerProfile:
+    return dataclasses.replace(profile, label=label, activation_rms=list(profile.activation_rms),
+                               grad_norm=list(profile.grad_norm), token_similarity=list(profile.token_similarity),
+                               per_seed=list(profile.per_seed))
+
+
+def depth_sweep(cfg: TinyConfig, depths=(6, 12, 24, 48), **kwargs) -> list:
+    """``layer_profile`` of ``cfg`` at each number of layers in ``depths``."""
+    return [layer_profile(cfg.replace(n_layers=n), **kwargs) for n in depths]
+
+
+COLUMNS = {  # name: (header, value of a LayerProfile, format)
+    "grad_first": ("grad block 1", lambda p: p.grad_norm[0], ".3g"),
+    "grad_last": ("grad last", lambda p: p.grad_norm[-1], ".3g"),
+    "grad_ratio": ("first/last", lambda p: p.grad_ratio, ".3g"),
+    "per_layer": ("per layer", lambda p: p.per_layer_factor, ".3f"),
+    "rms_first": ("RMS block 1", lambda p: p.activation_rms[0], ".3g"),
+    "rms_last": ("RMS last", lambda p: p.activation_rms[-1], ".3g"),
+    "similarity_last": ("cos last", lambda p: p.token_similarity[-1], ".3f"),
+}
+
+
+def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", "per_layer", "rms_first", "rms_last"),
+                    title: str | None = None) -> str:
+    """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first and
+    last block, their ratio, the per-layer factor, the activation RMS leaving the first and last block,
+    and the similarity between positions after the last block."""
+    unknown = [c for c in columns if c not in COLUMNS]
+    if unknown:
+        raise TinyTFInputError(f"unknown column(s) {unknown}; choose from {list(COLUMNS)}")
+    width = max([len(p.label) for p in profiles] + [len("configuration")])
+    widths = [max(len(COLUMNS[c][0]), 10) for c in columns]
+    head = f"{'configuration':<{width}}" + "".join(f"  {COLUMNS[c][0]:>{w}}" for c, w in zip(columns, widths))
+    lines = ([title] if title else []) + [head, "-" * len(head)]
+    for p in profiles:
+        lines.append(f"{p.label:<{width}}" + "".join(
+            f"  {format(COLUMNS[c][1](p), COLUMNS[c][2]):>{w}}" for c, w in zip(columns, widths)))
+    return "\n".join(lines)

@@ -1,0 +1,73 @@
+"""Figures for chapter 5: activation and gradient sizes block by block, read from
+``tinytf.experiments.LayerProfile`` measurements (real forward and backward passes); this
+module only arranges the numbers."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..errors import TinyTFInputError
+from .common import FONT, OKABE_ITO
+
+QUANTITIES = {  # attribute of LayerProfile: (axis title, hover format, log axis?)
+    "grad_norm": ("gradient norm of the block's weights", ".3g", True),
+    "activation_rms": ("RMS of the stream leaving the block", ".3g", False),
+    "token_similarity": ("cosine similarity between positions", ".3f", False),
+}
+DASHES = ["solid", "dash", "dot", "dashdot"]
+SYMBOLS = ["circle", "diamond", "square", "triangle-up"]
+
+
+def _attribute(profile, key: str):
+    if key == "init_std":
+        return profile.init_std
+    return getattr(profile.config, key)
+
+
+def _describe(key: str, value) -> str:
+    if key == "residual":
+        return "residual" if value else "no residual"
+    if key == "norm_position":
+        return f"{value}-norm"
+    if key == "n_layers":
+        return f"{value} layers"
+    if key == "init_std":
+        return f"init std {value:.3g}"
+    return f"{key}={value}"
+
+
+def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "n_layers",
+                         dash_key: str = "residual", title: str = "", log_y=None, height: int = 460) -> go.Figure:
+    """One panel per quantity in ``quantities`` (see ``QUANTITIES``), x = block number (1 = first),
+    one line per profile: colour from ``color_key`` and dash from ``dash_key`` (a TinyConfig field
+    or "init_std"). Gradient norms use a log axis, because they span orders of magnitude.
+    ``log_y``: None (the default of each quantity), True or False for every panel."""
+    if not profiles:
+        raise TinyTFInputError("layer_profile_figure: no profiles given")
+    unknown = [q for q in quantities if q not in QUANTITIES]
+    if unknown:
+        raise TinyTFInputError(f"unknown quantity {unknown}; choose from {list(QUANTITIES)}")
+    colours, dashes = {}, {}
+    for p in profiles:
+        colours.setdefault(_attribute(p, color_key), OKABE_ITO[len(colours) % len(OKABE_ITO)])
+        dashes.setdefault(_attribute(p, dash_key), len(dashes) % len(DASHES))
+    fig = make_subplots(rows=1, cols=len(quantities), horizontal_spacing=0.12,
+                        subplot_titles=[QUANTITIES[q][0] for q in quantities] if len(quantities) > 1 else None)
+    for col, q in enumerate(quantities, start=1):
+        axis_title, fmt, log_default = QUANTITIES[q]
+        for p in profiles:
+            c, d = _attribute(p, color_key), _attribute(p, dash_key)
+            values = list(getattr(p, q))
+            fig.add_trace(go.Scatter(
+                x=list(range(1, len(values) + 1)), y=values, mode="lines+markers", name=p.label,
+                legendgroup=p.label, showlegend=col == 1,
+                line=dict(color=colours[c], dash=DASHES[dashes[d]], width=2),
+                marker=dict(color=colours[c], symbol=SYMBOLS[dashes[d]], size=5),
+                hovertemplate=f"{p.label}<br>block %{{x}}: %{{y:{fmt}}}<extra></extra>"), row=1, col=col)
+        use_log = log_default if log_y is None else log_y
+        fig.update_xaxes(title="block (1 = nearest the input)", row=1, col=col)
+        fig.update_yaxes(title=axis_title if len(quantities) == 1 else None, type="log" if use_log else "linear",
+                         exponentformat="power" if use_log else "none", row=1, col=col)
+    fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
+                      margin=dict(l=70, r=20, t=80, b=50), legend=dict(font=dict(size=11)))
+    return fig
