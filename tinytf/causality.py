@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from .attention import Attention
+from .errors import TinyTFInputError
 from .models import check_ids
 
 
@@ -43,6 +44,8 @@ def causality_check(model, ids, position: int = -1, new_token=None) -> Causality
     ids, _ = check_ids(ids, model.config)
     ids = ids[:1]  # one sequence
     T = ids.shape[1]
+    if not -T <= position < T:  # a silent wrap-around would check the wrong position
+        raise TinyTFInputError(f"position {position} is outside a sequence of {T} tokens; expected {-T}..{T - 1}")
     t = position % T
     old = int(ids[0, t])
     new = (old + 1) % model.config.vocab_size if new_token is None else int(new_token)

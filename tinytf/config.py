@@ -66,10 +66,20 @@ class TinyConfig:
             )
         if self.pos == "rope" and self.d_head % 2:
             raise ValueError(f"TinyConfig.pos='rope' needs an even head size; d_model/n_heads = {self.d_head}")
+        for name in ("bias", "qkv_bias", "tie_embeddings", "residual"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ValueError(f"TinyConfig.{name} must be True or False, got {value!r}")
+        for name in ("dropout", "eps", "rope_theta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"TinyConfig.{name} must be a number, got {value!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"TinyConfig.dropout must be in [0, 1), got {self.dropout!r}")
         if not self.eps > 0:
             raise ValueError(f"TinyConfig.eps must be positive, got {self.eps!r}")
+        if not self.rope_theta > 0:
+            raise ValueError(f"TinyConfig.rope_theta must be positive, got {self.rope_theta!r}")
 
     @property
     def d_head(self) -> int:

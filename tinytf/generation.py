@@ -7,6 +7,7 @@ runs through every block; only past K/V are reused.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 import torch
@@ -39,6 +40,31 @@ def pick_next(logits, temperature: float = 0.0, top_k=None, generator=None):
     return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
 
+def check_room(positions, needed: int, what: str):
+    """Sinusoidal / learned position tables end at max_seq_len (RoPE and 'none' have no limit):
+    refuse up front a generation that would run past the end, instead of failing half-way."""
+    limit = getattr(positions, "max_seq_len", None)
+    if limit is not None and needed > limit:
+        raise TinyTFInputError(
+            f"{what} needs {needed} positions, but this model's {type(positions).__name__} covers only "
+            f"max_seq_len={limit}; ask for fewer new tokens, shorten the input or raise max_seq_len"
+        )
+
+
+def whole_number(value, what: str, low: int, high=None) -> int:
+    """value as an int in [low, high) (high=None: no upper end), else TinyTFInputError."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        n = operator.index(value)  # int, numpy integer or 0-d integer tensor
+    except TypeError:
+        n = None
+    if n is None or n < low or (high is not None and n >= high):
+        expected = f"an integer >= {low}" if high is None else f"a token id in [{low}, {high})"
+        raise TinyTFInputError(f"{what}: got {value!r}, expected {expected}")
+    return n
+
+
 @torch.no_grad()
 def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temperature: float = 0.0,
              top_k=None, seed=None, timed: bool = False) -> Generation:
@@ -46,8 +72,10 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
     import time
 
     ids, was_1d = check_ids(prompt, model.config, "prompt")
-    if max_new_tokens < 0:
-        raise TinyTFInputError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    max_new_tokens = whole_number(max_new_tokens, "max_new_tokens", 0)
+    T = ids.shape[1]  # the last generated token is never fed back, so T + n - 1 positions run
+    check_room(getattr(model, "pos", None), T + max(max_new_tokens, 1) - 1,
+               f"generate: a prompt of {T} tokens + {max_new_tokens} new tokens")
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
     model.eval()
     cache = model.new_cache() if use_cache else None
@@ -75,6 +103,9 @@ def generate_seq2seq(model, src, bos: int, max_new_tokens: int, *, use_cache: bo
     """Greedy decoding with an EncoderDecoder: encode the source once, then generate target tokens
     starting from ``bos``. Returns the target ids including bos ([T] or [B, T])."""
     src, was_1d = check_ids(src, model.config, "src")
+    max_new_tokens = whole_number(max_new_tokens, "max_new_tokens", 0)
+    bos = whole_number(bos, "bos", 0, model.config.vocab_size)
+    check_room(model.decoder.pos, max(max_new_tokens, 1), f"generate_seq2seq: bos + {max_new_tokens} new tokens")
     model.eval()
     memory = model.encode(src)  # [B, S, C], computed once
     tgt = torch.full((src.shape[0], 1), bos, dtype=torch.long)

@@ -23,12 +23,12 @@ def check_ids(ids, cfg: TinyConfig, what: str = "ids"):
             ids = torch.as_tensor(ids)
         except Exception as e:  # noqa: BLE001
             raise TinyTFInputError(f"{what}: could not turn {type(ids).__name__} into a tensor of token ids ({e})")
+    if ids.numel() == 0:  # [0], [B, 0], [0, T] or [] (before the dtype: [] becomes a float tensor)
+        raise TinyTFInputError(f"{what}: got no tokens (shape {list(ids.shape)}), expected at least one token")
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TinyTFInputError(f"{what}: got dtype {ids.dtype}, expected integer token ids (torch.long)")
     if ids.dim() not in (1, 2):
         raise TinyTFInputError(f"{what}: got shape {list(ids.shape)} ({ids.dim()}-D), expected [T] or [B, T]")
-    if ids.shape[-1] == 0:
-        raise TinyTFInputError(f"{what}: got an empty sequence (shape {list(ids.shape)}), expected at least one token")
     if ids.device.type != "meta":
         lo, hi = int(ids.min()), int(ids.max())
         if lo < 0 or hi >= cfg.vocab_size:

@@ -80,7 +80,7 @@ def rotate_half(x):
 def rope_angles(positions: torch.Tensor, d_head: int, theta: float = 10000.0):
     """cos and sin of the rotation angles, each [T, d_head]. Pair i of a head rotates at
     frequency theta^(-2i/d_head): fast for the first pairs, slow for the last."""
-    inv_freq = theta ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)  # [D/2]
+    inv_freq = theta ** (-torch.arange(0, d_head, 2, dtype=torch.float32, device=positions.device) / d_head)  # [D/2]
     angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # [T, D/2]
     angles = torch.cat((angles, angles), dim=-1)  # [T, D]
     return angles.cos(), angles.sin()

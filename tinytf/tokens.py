@@ -24,7 +24,11 @@ def encode(text: str, vocab_size: int = 256) -> torch.Tensor:
 
 def decode(ids) -> str:
     """Token ids -> text (invalid UTF-8 shown as replacement characters)."""
-    return bytes(int(i) for i in torch.as_tensor(ids).flatten()).decode("utf-8", errors="replace")
+    values = torch.as_tensor(ids).flatten().tolist()
+    bad = [i for i in values if not (isinstance(i, int) and 0 <= i < 256)]
+    if bad:
+        raise TinyTFInputError(f"decode: got {bad[0]!r}, expected byte token ids in [0, 256)")
+    return bytes(values).decode("utf-8", errors="replace")
 
 
 def token_labels(ids) -> list:

@@ -49,10 +49,21 @@ TRACE_NAMES = OrderedDict([
     ("blocks.{i}.resid_post", ("[B, T, C]", "stream leaving the block (H')")),
     ("final_norm.out", ("[B, T, C]", "final norm before the LM head")),
     ("logits", ("[B, T, V]", "next-token scores")),
-    # encoder-decoder: the encoder's names are prefixed "encoder.", the decoder's "decoder."
+    # encoder-decoder: the encoder's names are the ones above prefixed "encoder." (T = S = source length,
+    # no logits), the decoder's prefixed "decoder." (T = target length), plus these (S = source length):
     ("decoder.blocks.{i}.resid_cross", ("[B, T, C]", "stream after the cross-attention add")),
     ("decoder.blocks.{i}.norm_cross.out", ("[B, T, C]", "norm before cross-attention")),
+    ("decoder.blocks.{i}.cross_attn.q", ("[B, H, T, D]", "cross-attention queries, from the target stream")),
+    ("decoder.blocks.{i}.cross_attn.k", ("[B, H_kv, S, D]", "cross-attention keys, from the encoder output")),
+    ("decoder.blocks.{i}.cross_attn.v", ("[B, H_kv, S, D]", "cross-attention values, from the encoder output")),
+    ("decoder.blocks.{i}.cross_attn.q_rot", ("[B, H, T, D]", "= cross_attn.q (no RoPE in cross-attention)")),
+    ("decoder.blocks.{i}.cross_attn.k_rot", ("[B, H_kv, S, D]", "= cross_attn.k (no RoPE in cross-attention)")),
+    ("decoder.blocks.{i}.cross_attn.scores", ("[B, H, T, S]", "cross-attention q . k / sqrt(D)")),
+    ("decoder.blocks.{i}.cross_attn.masked_scores", ("[B, H, T, S]", "= cross_attn.scores (no mask)")),
     ("decoder.blocks.{i}.cross_attn.weights", ("[B, H, T, S]", "cross-attention: target (rows) x source (columns)")),
+    ("decoder.blocks.{i}.cross_attn.z", ("[B, H, T, D]", "cross-attention weighted sum of values, per head")),
+    ("decoder.blocks.{i}.cross_attn.merged", ("[B, T, H*D]", "cross-attention heads merged, before W_o")),
+    ("decoder.blocks.{i}.cross_attn.out", ("[B, T, C]", "cross-attention sublayer output after W_o")),
 ])
 
 
