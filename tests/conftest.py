@@ -31,6 +31,18 @@ CHROMIUM = book_browser.CHROMIUM
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """The model tests use small tensors: they run fastest on one thread, and far faster than on two when
+    other processes share the cores. (Chapters run in their own kernels and are not affected.)"""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def toc_docnames() -> list[str]:
     """Docnames listed in _toc.yml (or $TINYTF_BOOK_TOC), root first (e.g. 'intro', 'chapters/01_...')."""
     toc = yaml.safe_load(build_book.toc_path().read_text(encoding="utf-8"))

@@ -9,15 +9,6 @@ import tinytf
 from tinytf import TinyConfig, TinyTFInputError, generate, generate_seq2seq
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors run fastest on one thread, and far faster when other processes share the cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def model():
     tinytf.seed_everything(0)

@@ -8,14 +8,6 @@ import tinytf
 from tinytf import block_comparison as bc
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def test_configs_differ_only_in_the_block():
     configs = bc.block_configs()
     assert list(configs) == ["2017", "2017 + pre-norm", "2017 + RoPE", "2026"]

@@ -20,15 +20,6 @@ import tinytf
 from tinytf import TinyConfig
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors run fastest on one thread, and far faster when other processes share the cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 ATOL = 1e-5
 D_MODEL, N_HEADS, D_FF = 32, 4, 64
 

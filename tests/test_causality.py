@@ -6,15 +6,6 @@ import tinytf
 from tinytf import TinyConfig, broken_mask, causality_check, causality_sweep, sweep_report
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors run fastest on one thread, and far faster when other processes share the cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 CONFIGS = {
     "default": TinyConfig(),
     "2017": tinytf.config_2017(),

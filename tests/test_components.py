@@ -11,15 +11,6 @@ from tinytf import TinyConfig
 from tinytf.attention import Attention, attention, causal_mask
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors run fastest on one thread, and far faster when other processes share the cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 ATOL = 1e-5
 
 

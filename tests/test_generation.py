@@ -9,14 +9,6 @@ from tinytf import TinyConfig, generate, generate_seq2seq, pick_next
 ATOL = 1e-5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors run fastest on one thread, and far faster when other processes share the cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 CONFIGS = {
     "default (rope, swiglu, rms)": TinyConfig(),
     "gqa": TinyConfig(n_heads=4, n_kv_heads=2),

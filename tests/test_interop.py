@@ -7,14 +7,6 @@ import tinytf
 from tinytf import interop
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def nudged(module, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():

@@ -7,15 +7,6 @@ import tinytf
 from tinytf import GPT2_SMALL, LLAMA3_8B, TinyConfig, count_parameters, format_table, parameter_table
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors run fastest on one thread, and far faster when other processes share the cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def rows_of(model):
     return {r.label: r.count for r in parameter_table(model)}
 

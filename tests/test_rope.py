@@ -10,15 +10,6 @@ from tinytf import TinyConfig
 from tinytf.attention import Attention
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors run fastest on one thread, and far faster when other processes share the cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 SETTINGS = settings(max_examples=40, deadline=None)
 head_sizes = st.sampled_from([2, 4, 8, 16, 64])
 positions = st.integers(min_value=0, max_value=2000)

@@ -14,15 +14,6 @@ from tinytf import TRACE_NAMES, TinyConfig, TinyTFInputError
 ATOL = 1e-5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors run fastest on one thread, and far faster when other processes share the cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 DECODER_CONFIGS = {
     "2026 swiglu rope rms pre": TinyConfig(),
     "2017 relu sinusoidal layer post": tinytf.config_2017(),
