@@ -137,8 +137,10 @@ def bench_forward(reps: int) -> dict:
         "seconds": s,
         "ratio_tinytf_vs_torch": s["tinytf"]["median"] / s["torch"]["median"],
         "ratio_tinytf_vs_torch_per_round": summary(per_rep_ratio),
+        "ratio_tinytf_vs_torch_best": s["tinytf"]["min"] / s["torch"]["min"],  # least disturbed by other load
         "ratio_traced_vs_untraced": s["tinytf_traced"]["median"] / s["tinytf"]["median"],
         "ratio_traced_vs_untraced_per_round": summary(per_rep_trace),
+        "ratio_traced_vs_untraced_best": s["tinytf_traced"]["min"] / s["tinytf"]["min"],
         "trace_tensors": len(trace),
         "trace_megabytes": trace_mb,
     }
@@ -172,6 +174,7 @@ def bench_generation(name: str, key: str, cfg: tinytf.TinyConfig, prompt: torch.
         "same_tokens": same,
         "total_seconds": {mode: summary(t) for mode, t in totals.items()},
         "speedup": statistics.median(totals["naive"]) / statistics.median(totals["cached"]),
+        "speedup_best": min(totals["naive"]) / min(totals["cached"]),
         "ms_per_token_by_32_positions": b,
         "last_over_first_bucket": {mode: v[-1] / v[0] for mode, v in b.items()},
     }
@@ -181,18 +184,19 @@ def markdown(res: dict) -> str:
     f = res["forward"]
     s = f["seconds"]
     rows = [
-        "| measurement | tinytf | reference | ratio | goal |",
-        "|---|---|---|---|---|",
+        "| measurement | tinytf | reference | ratio of medians | ratio of best times | goal |",
+        "|---|---|---|---|---|---|",
         f"| forward, {f['config']['n_layers']} layers, d_model {f['config']['d_model']}, {f['config']['n_heads']} heads, "
         f"B={f['config']['batch']}, T={f['config']['seq_len']} (median s) | {s['tinytf']['median']:.3f} | "
-        f"{s['torch']['median']:.3f} (nn.TransformerEncoderLayer) | {f['ratio_tinytf_vs_torch']:.2f} | <= 1.1 |",
+        f"{s['torch']['median']:.3f} (nn.TransformerEncoderLayer) | {f['ratio_tinytf_vs_torch']:.2f} | "
+        f"{f['ratio_tinytf_vs_torch_best']:.2f} | <= 1.1 |",
         f"| tracing on vs off (median s) | {s['tinytf_traced']['median']:.3f} | {s['tinytf']['median']:.3f} "
-        f"(tracing off) | {f['ratio_traced_vs_untraced']:.2f} | <= 2 |",
+        f"(tracing off) | {f['ratio_traced_vs_untraced']:.2f} | {f['ratio_traced_vs_untraced_best']:.2f} | <= 2 |",
     ]
     for g in res["generation"]:
         t = g["total_seconds"]
         rows.append(f"| generate {g['new_tokens']} tokens, {g['model']} (median s) | {t['cached']['median']:.2f} (KV cache) | "
-                    f"{t['naive']['median']:.2f} (naive) | {g['speedup']:.1f}x | >= 5x |")
+                    f"{t['naive']['median']:.2f} (naive) | {g['speedup']:.1f}x | {g['speedup_best']:.1f}x | >= 5x |")
     lines = rows + ["", f"tinytf vs torch max |diff| of logits: {f['max_abs_diff_vs_torch']:.2e}; "
                         f"per-round ratio min..max {f['ratio_tinytf_vs_torch_per_round']['min']:.2f}.."
                         f"{f['ratio_tinytf_vs_torch_per_round']['max']:.2f}; tracing ratio min..max "
@@ -216,6 +220,7 @@ def headline(res: dict) -> dict:
     f = res["forward"]
     return {"date": res["machine"]["date"], "loadavg_before": res["machine"]["loadavg_before"][0],
             "forward_ratio": round(f["ratio_tinytf_vs_torch"], 3),
+            "forward_ratio_best": round(f["ratio_tinytf_vs_torch_best"], 3),
             "tracing_ratio": round(f["ratio_traced_vs_untraced"], 3),
             **{f"generation_speedup[{g['key']}]": round(g["speedup"], 2) for g in res["generation"]}}
 
