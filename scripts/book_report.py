@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import book_browser  # noqa: E402
 import build_book  # noqa: E402
-import yaml  # noqa: E402
 
 ROOT = build_book.ROOT
 REPORT = ROOT / "_build" / "book_report.md"
@@ -46,20 +45,7 @@ GOAL_PAGE_BYTES = 1_500_000
 PLOTLY = "_static/plotly.min.js"
 
 
-def toc_docnames() -> list[str]:
-    toc = yaml.safe_load(build_book.toc_path().read_text(encoding="utf-8"))
-    names = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                names.append(str(Path(entry["file"]).with_suffix("")))
-            walk(entry.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return names
+toc_docnames = build_book.toc_docnames
 
 
 # --------------------------------------------------------------------------- nbval

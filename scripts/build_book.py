@@ -34,6 +34,25 @@ def toc_path() -> Path:
     return Path(other).resolve() if other else ROOT / "_toc.yml"
 
 
+
+def toc_docnames() -> list[str]:
+    """Docnames listed in _toc.yml (or $TINYTF_BOOK_TOC), root first (e.g. 'intro', 'chapters/01_...')."""
+    import yaml
+
+    toc = yaml.safe_load(toc_path().read_text(encoding="utf-8"))
+    names = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                names.append(str(Path(entry["file"]).with_suffix("")))
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return names
+
 def source_files() -> list[Path]:
     """Everything a page of the book is made from."""
     patterns = [

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -43,21 +42,7 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
-def toc_docnames() -> list[str]:
-    """Docnames listed in _toc.yml (or $TINYTF_BOOK_TOC), root first (e.g. 'intro', 'chapters/01_...')."""
-    toc = yaml.safe_load(build_book.toc_path().read_text(encoding="utf-8"))
-    names = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                names.append(str(Path(entry["file"]).with_suffix("")))
-            walk(entry.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return names
+toc_docnames = build_book.toc_docnames  # docnames listed in _toc.yml, root first
 
 
 def doc_source(docname: str) -> Path | None:
