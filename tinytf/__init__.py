@@ -18,6 +18,7 @@ from .parameters import (parameter_table, format_table, count_parameters, meta_m
                          exact_layer_params, LLAMA3_8B, GPT2_SMALL)
 from .causality import causality_check, causality_sweep, sweep_report, broken_mask, off_by_one_mask
 from .tracing import run_with_trace, recording, Trace, TRACE_NAMES
+from .precision import below
 
 __version__ = "0.1.0"
 

@@ -149,16 +149,17 @@ def _config_dict(cfg: TinyConfig) -> dict:
     return asdict(cfg)
 
 
-def save_results(results: dict, path=RESULTS_PATH) -> Path:
-    path = Path(path)
+def save_results(results: dict, path=None) -> Path:
+    """Write ``results`` as JSON to ``path`` (default: the shipped ``RESULTS_PATH``)."""
+    path = Path(RESULTS_PATH if path is None else path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1) + "\n")
     return path
 
 
-def load_results(path=RESULTS_PATH) -> dict:
-    """The shipped comparison (or another results file written by ``save_results``)."""
-    path = Path(path)
+def load_results(path=None) -> dict:
+    """The shipped comparison (``path=None``: ``RESULTS_PATH``) or another results file written by ``save_results``."""
+    path = Path(RESULTS_PATH if path is None else path)
     if not path.exists():
         raise TinyTFInputError(f"{path} does not exist; run `python scripts/compare_blocks.py` to create it")
     try:

@@ -115,6 +115,14 @@ class LayerProfile:
     grad_norm: list  # per block
     token_similarity: list  # per block (arithmetic mean over seeds)
     per_seed: list = field(default_factory=list, repr=False)  # the LayerMeasurement of each seed
+    precision_gap: float = 0.0  # largest relative difference float32 vs float64, same weights (nan: not checked)
+
+    @property
+    def chaotic(self) -> bool:
+        """True when the float32 measurement and a float64 run of the same weights and inputs differ by more
+        than ``CHAOS_THRESHOLD``: rounding errors are amplified as much as the gradient, so the digits depend
+        on the arithmetic (and on which CPU kernels torch picked); only the order of magnitude is meaningful."""
+        return not self.precision_gap <= CHAOS_THRESHOLD
 
     @property
     def depth(self) -> int:
@@ -132,6 +140,9 @@ class LayerProfile:
         return self.grad_ratio ** (1.0 / max(self.depth - 1, 1))
 
 
+CHAOS_THRESHOLD = 1e-3  # float32 vs float64 relative gap above which a profile is reported as chaotic
+
+
 def describe(cfg: TinyConfig) -> str:
     """Short label of the choices chapter 5 varies: '12 layers, pre-norm, residual'."""
     return f"{cfg.n_layers} layers, {cfg.norm_position}-norm, " + ("residual" if cfg.residual else "no residual")
@@ -141,22 +152,27 @@ _MEASURED: dict = {}  # layer_profile results by their arguments (measurements a
 
 
 def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = None, batch: int = 4,
-                  seq_len: int = 16, random_stream: bool = True, label: str | None = None) -> LayerProfile:
+                  seq_len: int = 16, random_stream: bool = True, label: str | None = None,
+                  check_precision: bool = True) -> LayerProfile:
     """Build a fresh ``TinyTransformer(cfg)`` per seed, measure it with ``measure_layers`` on random
     token ids and random next-token targets, and average over the seeds.
 
     init_std: standard deviation of every Linear/Embedding weight (None = tinytf's default, 0.02).
     random_stream: feed random vectors of RMS 1 into block 0 instead of the (tiny) embeddings.
+    check_precision: measure each seed a second time in float64 (same weights, inputs and targets) and store
+    the largest relative difference of any gradient norm or stream RMS as ``precision_gap``. Deep stacks
+    without residuals amplify rounding errors as much as the gradient: there the float32 digits depend on
+    the arithmetic, and ``format_profiles`` shows only what is stable (see ``LayerProfile.chaotic``).
     The caller's random-number state is left untouched. The result is a deterministic function of the
     arguments, so a repeated call (same config, seeds, init, sizes) returns the stored measurement."""
     if not seeds:
         raise TinyTFInputError("layer_profile needs at least one seed")
     if seq_len > cfg.max_seq_len:
         raise TinyTFInputError(f"seq_len={seq_len} is longer than the config's max_seq_len={cfg.max_seq_len}")
-    key = (cfg, tuple(seeds), init_std, batch, seq_len, random_stream)
+    key = (cfg, tuple(seeds), init_std, batch, seq_len, random_stream, check_precision)
     if key in _MEASURED:
         return _copy(_MEASURED[key], label or describe(cfg))
-    runs = []
+    runs, gap = [], 0.0
     with torch.random.fork_rng(), one_thread():
         for seed in seeds:
             torch.manual_seed(seed)
@@ -167,6 +183,10 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
             targets = torch.randint(0, cfg.vocab_size, (batch, seq_len))
             stream = torch.randn(batch, seq_len, cfg.d_model) if random_stream else None
             runs.append(measure_layers(model, ids, targets, stream))
+            if check_precision:
+                exact = measure_layers(model.double(), ids, targets, None if stream is None else stream.double())
+                gap = max(gap, _relative_gap(runs[-1].grad_norm + runs[-1].activation_rms,
+                                             exact.grad_norm + exact.activation_rms))
     _MEASURED[key] = LayerProfile(
         label=label or describe(cfg),
         config=cfg,
@@ -176,8 +196,13 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
         grad_norm=_geometric_mean([r.grad_norm for r in runs]),
         token_similarity=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in runs))],
         per_seed=runs,
+        precision_gap=gap if check_precision else float("nan"),
     )
     return _copy(_MEASURED[key], label or describe(cfg))
+
+
+def _relative_gap(values, reference) -> float:
+    return max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(values, reference))
 
 
 def _copy(profile: LayerProfile, label: str) -> LayerProfile:
@@ -216,5 +241,18 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
     lines = ([title] if title else []) + [head, "-" * len(head)]
     for p in profiles:
         lines.append(f"{p.label:<{width}}" + "".join(
-            f"  {format(COLUMNS[c][1](p), COLUMNS[c][2]):>{w}}" for c, w in zip(columns, widths)))
+            f"  {_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.chaotic):>{w}}" for c, w in zip(columns, widths)))
+    if any(p.chaotic for p in profiles):
+        lines.append(f"~ chaotic row: float32 and float64 runs of the same weights differ by more than "
+                     f"{CHAOS_THRESHOLD:.1%}, so only the order of magnitude (and 2 digits of a factor) is shown")
     return "\n".join(lines)
+
+
+def _format_value(value: float, spec: str, chaotic: bool) -> str:
+    """Full precision for a reproducible row; for a chaotic one, what survives the rounding: the power of
+    ten of a size, two significant digits of a per-layer factor or a similarity."""
+    if not chaotic:
+        return format(value, spec)
+    if spec.endswith("g"):
+        return f"~1e{round(math.log10(value)):+03d}" if value > 0 else format(value, ".1g")
+    return "~" + format(value, ".2g")

@@ -17,7 +17,7 @@ The HTML is deterministic and light: float arrays of ``TYPED_ARRAY_MIN`` values 
 heatmaps) travel as float32 typed arrays (base64, ~5.3 characters per number, exactly the
 trace's float32 values, and fast to encode: a live update must stay under 50 ms); every other
 float is rounded to ``SIGNIFICANT_DIGITS`` significant digits (NaN / inf become ``null``,
-which plotly draws as a gap). The div id is a hash of that JSON (plus ``-2``, ``-3`` ... if
+which plotly draws as a gap). The div id is a hash of the figure without its floats (plus ``-2``, ``-3`` ... if
 the same figure is shown again in one kernel), so re-running a notebook gives byte-identical
 outputs (nbval compares them).
 
@@ -133,8 +133,24 @@ def figure_json(fig, digits: int = SIGNIFICANT_DIGITS) -> str:
     return json.dumps(figure_dict(fig, digits), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def stable_id(fig_json: str) -> str:
-    return "tinytf-" + hashlib.sha1(fig_json.encode("utf-8")).hexdigest()[:12]
+def _skeleton(obj):
+    """The figure without its floats (typed arrays reduced to dtype and shape): what stays the
+    same on every machine. Another CPU rounds the last bits of a float differently."""
+    if isinstance(obj, dict):
+        if "bdata" in obj and "dtype" in obj:
+            return [obj["dtype"], obj.get("shape"), len(obj["bdata"])]
+        return {k: _skeleton(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [None if v.__class__ is float else _skeleton(v) for v in obj]
+    return None if obj.__class__ is float else obj
+
+
+def stable_id(fig) -> str:
+    """Deterministic div id from a figure's skeleton (its JSON text or dict): the same on every machine,
+    since it ignores the floats, whose last digits depend on the CPU's kernels."""
+    spec = json.loads(fig) if isinstance(fig, str) else fig
+    text = json.dumps(_skeleton(spec), separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    return "tinytf-" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
 _NO_PLOTLY_NOTE = (
@@ -150,7 +166,7 @@ def figure_html(fig, div_id: str | None = None, digits: int = SIGNIFICANT_DIGITS
     Loads nothing remote unless ``cdn=True`` (used only in a live Colab session)."""
     spec = figure_dict(fig, digits)
     spec_json = _dumps(spec)
-    return _html_for(spec, spec_json, div_id or stable_id(spec_json), cdn)
+    return _html_for(spec, spec_json, div_id or stable_id(spec), cdn)
 
 
 def _dumps(spec: dict) -> str:
@@ -194,7 +210,7 @@ def mimebundle(fig, digits: int = SIGNIFICANT_DIGITS, cdn: bool = False, div_id:
     spec = figure_dict(fig, digits)
     spec_json = _dumps(spec)
     if div_id is None:
-        base = stable_id(spec_json)
+        base = stable_id(spec)
         n = _shown_ids.get(base, 0) + 1
         _shown_ids[base] = n
         div_id = base if n == 1 else f"{base}-{n}"

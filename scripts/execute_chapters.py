@@ -1,0 +1,70 @@
+"""Re-execute chapter notebooks in place, top to bottom, each in a fresh kernel (`make execute`).
+
+    python scripts/execute_chapters.py                      # every chapters/*.ipynb
+    python scripts/execute_chapters.py chapters/05_*.ipynb  # some of them
+
+Deterministic: every chapter seeds its own random numbers, the kernel gets PYTHONHASHSEED=0, and
+`tinytf.viz.show` writes figure ids that do not depend on the numbers. Running it twice on one machine
+gives byte-identical notebooks; on another machine the printed text is the same and figure numbers
+agree within the tolerance of tests/nbval_figures.py (that is what `make test` checks, under two
+CPU kernel selections).
+
+Each cell has a time limit (--cell-timeout, default 300 s) and each chapter a total one
+(--chapter-timeout, default 600 s): an execution that would hang fails with the chapter's name instead.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def execute(path: Path, cell_timeout: int = 300, chapter_timeout: int = 600) -> float:
+    """Execute one notebook in place; returns the wall time in seconds."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    t0 = time.perf_counter()
+    error: list = []
+
+    def run():
+        try:
+            client.execute()
+        except BaseException as e:  # reported below, with the chapter's name
+            error.append(e)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(chapter_timeout)
+    if worker.is_alive():
+        raise SystemExit(f"{path.name}: still running after {chapter_timeout} s (a cell hangs)")
+    if error:
+        raise SystemExit(f"{path.name}: {type(error[0]).__name__}: {error[0]}")
+    nbformat.write(nb, path)
+    return time.perf_counter() - t0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("notebooks", nargs="*", type=Path, help="default: every chapters/*.ipynb")
+    ap.add_argument("--cell-timeout", type=int, default=300)
+    ap.add_argument("--chapter-timeout", type=int, default=600)
+    args = ap.parse_args(argv)
+    os.environ["PYTHONHASHSEED"] = "0"  # inherited by the kernels
+    notebooks = args.notebooks or sorted((ROOT / "chapters").glob("*.ipynb"))
+    for path in notebooks:
+        seconds = execute(path.resolve(), args.cell_timeout, args.chapter_timeout)
+        print(f"{path.name}: executed in {seconds:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""nbval plugin: compare plotly figures numerically, everything else exactly.
+
+nbval compares every output of a re-executed chapter with the committed one, as text. That is
+right for printed tables, ids and booleans, but not for the numbers inside a figure: torch picks
+its CPU kernels by instruction set (AVX-512, AVX2, NEON on Apple silicon, ...), so another machine
+rounds the last bits of a float32 result differently, and a heatmap cell may come out as
+``-0.5122`` instead of ``-0.5121``.
+
+For every output drawn by ``tinytf.viz.show`` (its ``application/vnd.plotly.v1+json`` part and
+the ``text/html`` part that carries the same figure as inline JSON) this plugin splits the figure
+into
+
+* a **skeleton**: every key, string, boolean, null, integer, list length, typed-array dtype and
+  shape, the trace list, the frames, titles, labels, the HTML around the JSON, compared
+  **exactly** (after nbval's sanitize patterns), and
+* its **floats**, compared with a stated tolerance (:func:`close`): relative ``RTOL`` of the
+  larger of the two values, plus an absolute floor of ``ATOL_OF_ARRAY`` times the largest
+  magnitude of the array the value belongs to (values that are zero up to noise in a heatmap
+  whose scale is 1 must not fail), or ``ATOL_SCALAR`` for a lone number.
+
+Every other output (printed text, tables, the parameter table, the causality check) is left to
+nbval's exact comparison. The plugin is registered by the repository's top-level ``conftest.py``,
+so a plain ``pytest --nbval chapters`` uses it too. ``tests/test_nbval_figures.py`` proves that a
+1 % change of one figure value, a removed trace, a missing frame or a changed title still fail.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import math
+import re
+
+import numpy as np
+
+RTOL = 1e-3  # figures store 4 significant digits: a rounding flip moves a value by at most 1e-3 of itself
+ATOL_OF_ARRAY = 1e-4  # absolute floor, as a fraction of the largest |value| of the same array
+ATOL_SCALAR = 1e-6  # absolute floor for a number that is not part of an array (layout ranges, ...)
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+HTML_MIME = "text/html"
+FIG_JSON = re.compile(r"(  var fig = )(\{.*?\})(;\n  fig\.config = )", re.S)
+
+
+# ----------------------------------------------------------------------------- splitting a figure
+class Numbers:
+    """The floats of one figure, by array: a list of (path, values) in document order."""
+
+    def __init__(self):
+        self.arrays: list[tuple[str, list]] = []
+
+    def add(self, path: str, values):
+        self.arrays.append((path, [float(v) for v in values]))
+
+
+def _decode_typed_array(spec: dict) -> np.ndarray:
+    dtype = np.dtype(spec["dtype"]).newbyteorder("<")
+    return np.frombuffer(base64.b64decode(spec["bdata"]), dtype=dtype)
+
+
+def _is_float(v) -> bool:
+    return isinstance(v, float)
+
+
+def split(obj, numbers: Numbers, path: str = ""):
+    """obj with every float replaced by '<f>' (typed arrays by a description of dtype and shape);
+    the floats go to ``numbers``, grouped by the innermost list (or typed array) that holds them."""
+    if isinstance(obj, dict):
+        if "bdata" in obj and "dtype" in obj:
+            values = _decode_typed_array(obj)
+            numbers.add(path, values.tolist())
+            return {"typed-array": obj["dtype"], "shape": obj.get("shape"), "n": int(values.size)}
+        return {k: split(v, numbers, f"{path}.{k}") for k, v in obj.items()}
+    if isinstance(obj, list):
+        floats = [v for v in obj if _is_float(v)]
+        if floats:
+            numbers.add(path, floats)
+        return ["<f>" if _is_float(v) else split(v, numbers, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if _is_float(obj):
+        numbers.add(path, [obj])
+        return "<f>"
+    return obj  # str, int, bool, None: exact
+
+
+def _parse_html_figure(html: str):
+    """(html with the figure JSON replaced by a marker, the figure dict) or None for other HTML."""
+    if "tinytf-figure" not in html:
+        return None
+    m = FIG_JSON.search(html)
+    if not m:
+        return None
+    fig = json.loads(m.group(2).replace("<\\/", "</"))
+    return html[: m.start(2)] + "FIGURE" + html[m.end(2):], fig
+
+
+def split_output(output: dict):
+    """A copy of one notebook output whose figures are skeletons, and the floats taken out
+    ({mime: Numbers}); outputs without a figure come back unchanged with no numbers."""
+    data = output.get("data") if isinstance(output, dict) else None
+    if not data or (PLOTLY_MIME not in data and "tinytf-figure" not in str(data.get(HTML_MIME, ""))):
+        return output, {}
+    out = copy.copy(output)
+    out["data"] = dict(data)
+    taken = {}
+    if PLOTLY_MIME in data:
+        nums = Numbers()
+        out["data"][PLOTLY_MIME] = json.dumps(split(data[PLOTLY_MIME], nums), sort_keys=True)
+        taken[PLOTLY_MIME] = nums
+    html = data.get(HTML_MIME)
+    if isinstance(html, list):
+        html = "".join(html)
+    parsed = _parse_html_figure(html) if isinstance(html, str) else None
+    if parsed:
+        page, fig = parsed
+        nums = Numbers()
+        out["data"][HTML_MIME] = page.replace("FIGURE", json.dumps(split(fig, nums), sort_keys=True))
+        taken[HTML_MIME] = nums
+    return out, taken
+
+
+# ----------------------------------------------------------------------------- comparing numbers
+def close(ref: float, new: float, scale: float) -> bool:
+    """|new - ref| <= RTOL * max(|ref|, |new|) + absolute floor (``scale``: the array's largest |value|)."""
+    if math.isnan(ref) or math.isnan(new):
+        return math.isnan(ref) and math.isnan(new)
+    floor = ATOL_OF_ARRAY * scale if scale > 0 else ATOL_SCALAR
+    return abs(new - ref) <= RTOL * max(abs(ref), abs(new)) + floor
+
+
+def compare_numbers(ref: Numbers, new: Numbers, where: str) -> list[str]:
+    """Human-readable differences beyond the tolerance (empty list: the figures agree)."""
+    problems = []
+    if [p for p, _ in ref.arrays] != [p for p, _ in new.arrays]:
+        return [f"{where}: the figures hold numbers in different places"]
+    for (path, a), (_, b) in zip(ref.arrays, new.arrays):
+        if len(a) != len(b):
+            problems.append(f"{where}{path}: {len(a)} numbers committed, {len(b)} computed")
+            continue
+        scale = max((abs(x) for x in a if not math.isnan(x)), default=0.0) if len(a) > 1 else 0.0
+        bad = [i for i, (x, y) in enumerate(zip(a, b)) if not close(x, y, scale)]
+        if bad:
+            i = bad[0]
+            problems.append(
+                f"{where}{path}: {len(bad)} of {len(a)} numbers differ beyond rtol {RTOL:g} "
+                f"(+ {ATOL_OF_ARRAY:g} x array scale {scale:.4g}); first at [{i}]: committed {a[i]!r}, computed {b[i]!r}")
+    return problems
+
+
+def compare_figure_outputs(ref_outputs: list, new_outputs: list) -> tuple[list, list, list[str]]:
+    """Split both output lists; return (ref skeletons, new skeletons, number problems).
+    nbval then compares the skeletons exactly; the problems are the tolerance check's verdict."""
+    ref_sk, new_sk, problems = [], [], []
+    ref_taken, new_taken = [], []
+    for o in ref_outputs:
+        s, t = split_output(o)
+        ref_sk.append(s)
+        ref_taken.append(t)
+    for o in new_outputs:
+        s, t = split_output(o)
+        new_sk.append(s)
+        new_taken.append(t)
+    ref_figs = [t for t in ref_taken if t]
+    new_figs = [t for t in new_taken if t]
+    if len(ref_figs) == len(new_figs):  # otherwise nbval's skeleton comparison reports it
+        for k, (r, n) in enumerate(zip(ref_figs, new_figs)):
+            for mime in sorted(set(r) & set(n)):
+                problems += compare_numbers(r[mime], n[mime], f"figure {k + 1} ({mime}) ")
+    return ref_sk, new_sk, problems
+
+
+# ----------------------------------------------------------------------------- hooking into nbval
+def install():
+    """Wrap nbval's IPyNbCell.compare_outputs (idempotent)."""
+    from nbval.plugin import IPyNbCell
+
+    original = IPyNbCell.compare_outputs
+    if getattr(original, "_tinytf_figures", False):
+        return
+
+    def compare_outputs(self, test, ref, skip_compare=None):
+        ref_sk, test_sk, problems = compare_figure_outputs(ref, test)
+        if not original(self, test_sk, ref_sk, skip_compare):
+            return False  # skeletons (or any other output) differ: nbval has written the diff
+        if problems:
+            self.comparison_traceback = ["Figure numbers differ beyond the tolerance (tests/nbval_figures.py):"]
+            self.comparison_traceback += problems[:20]
+            return False
+        return True
+
+    compare_outputs._tinytf_figures = True
+    IPyNbCell.compare_outputs = compare_outputs
+
+
+def pytest_configure(config):
+    try:
+        install()
+    except ImportError:  # nbval not installed: nothing to hook
+        pass
