@@ -130,3 +130,132 @@ def test_seq2seq_cache_equals_naive_and_full_forward(cfg, batch):
     full = model(src, cached)
     assert torch.equal(full[..., :-1, :].argmax(-1), cached[..., 1:])
     assert len(set(cached.flatten().tolist())) > 2
+
+
+# ---------------------------------------------------------------------------------------------- top-p, step_probs
+
+from tinytf import TinyTFInputError  # noqa: E402
+from tinytf.generation import next_token_probs, top_k_filter, top_p_filter  # noqa: E402
+
+
+def kept(logits, p):
+    return torch.isfinite(top_p_filter(logits, p)).tolist()
+
+
+def test_top_p_keeps_the_smallest_set_that_reaches_p():
+    logits = torch.log(torch.tensor([[0.1, 0.5, 0.15, 0.25]]))  # sorted: 0.5, 0.25, 0.15, 0.1
+    assert kept(logits, 0.4) == [[False, True, False, False]]  # 0.5 alone reaches 0.4
+    assert kept(logits, 0.5) == [[False, True, False, False]]  # exactly p: reached, no more
+    assert kept(logits, 0.51) == [[False, True, False, True]]
+    assert kept(logits, 0.75) == [[False, True, False, True]]  # 0.5 + 0.25 = 0.75 reaches p exactly
+    assert kept(logits, 0.76) == [[False, True, True, True]]
+    assert kept(logits, 0.9) == [[False, True, True, True]]
+    assert kept(logits, 1.0) == [[True, True, True, True]]
+    assert kept(logits, 1e-6) == [[False, True, False, False]]  # the most probable token is always kept
+    # a batch: each row gets its own nucleus; kept logits are unchanged
+    two = torch.log(torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.2, 0.6]]))
+    out = top_p_filter(two, 0.8)
+    assert torch.isfinite(out).tolist() == [[True, True, False], [True, True, True]]
+    assert torch.equal(out[torch.isfinite(out)], two[torch.isfinite(out)])
+
+
+def test_top_p_keeps_ties_at_the_boundary():
+    logits = torch.log(torch.tensor([[0.4, 0.2, 0.2, 0.2]]))
+    # 0.4 + one 0.2 = 0.6 reaches p, but the other two 0.2s are just as likely: all three are kept
+    assert kept(logits, 0.6) == [[True, True, True, True]]
+    assert kept(logits, 0.4) == [[True, False, False, False]]
+    flat = torch.zeros(1, 8)
+    assert kept(flat, 0.1) == [[True] * 8]  # all tied: the whole vocabulary
+
+
+def test_top_p_sampling_stays_in_the_nucleus():
+    logits = torch.log(torch.tensor([[0.45, 0.3, 0.15, 0.1]]))
+    g = torch.Generator().manual_seed(0)
+    picks = [int(pick_next(logits, temperature=1.0, top_p=0.7, generator=g)) for _ in range(300)]
+    assert set(picks) == {0, 1}  # 0.45 + 0.3 >= 0.7; both occur
+    ids, probs = pick_next(logits, temperature=1.0, top_p=0.7, generator=g, return_probs=True)
+    assert torch.allclose(probs, torch.tensor([[0.6, 0.4, 0.0, 0.0]]))  # renormalised over the nucleus
+
+
+def test_next_token_probs_temperature_top_k_top_p():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    assert torch.allclose(next_token_probs(logits, 1.0), torch.softmax(logits, -1))
+    assert torch.allclose(next_token_probs(logits, 2.0), torch.softmax(logits / 2, -1))
+    k2 = next_token_probs(logits, 1.0, top_k=2)
+    two = torch.softmax(torch.tensor([2.0, 1.0]), 0)
+    assert torch.allclose(k2, torch.tensor([[two[0], two[1], 0.0, 0.0]]))
+    assert torch.equal(next_token_probs(logits, 0.0), torch.tensor([[1.0, 0.0, 0.0, 0.0]]))  # greedy: one-hot
+    # top-k then top-p: both filters apply
+    both = next_token_probs(logits, 1.0, top_k=3, top_p=0.5)
+    assert both[0, 0] == 1.0 and both[0, 1:].sum() == 0
+    assert torch.equal(top_k_filter(logits, 4), logits)
+
+
+def test_temperature_towards_zero_equals_greedy():
+    model = model_for(TinyConfig())
+    p = prompt()
+    greedy = generate(model, p, 20)
+    for seed in range(3):
+        cold = generate(model, p, 20, temperature=1e-4, seed=seed)
+        assert torch.equal(cold.tokens, greedy.tokens)
+        cold_p = generate(model, p, 20, temperature=1e-4, top_p=0.9, seed=seed)
+        assert torch.equal(cold_p.tokens, greedy.tokens)
+    # greedy's step_probs: one-hot on the chosen token
+    for i, probs in enumerate(greedy.step_probs):
+        assert probs.shape == (1, 256) and probs.sum() == 1 and probs[0, int(greedy.tokens[5 + i])] == 1
+
+
+def test_step_probs_are_the_sampled_distribution():
+    model = model_for(TinyConfig())
+    out = generate(model, prompt(B=2), 12, temperature=0.8, top_k=50, top_p=0.9, seed=7)
+    assert len(out.step_probs) == len(out.step_logits) == 12
+    for i, (logits, probs) in enumerate(zip(out.step_logits, out.step_probs)):
+        assert probs.shape == (2, 256)
+        assert torch.allclose(probs.sum(-1), torch.ones(2))
+        assert torch.allclose(probs, next_token_probs(logits, 0.8, 50, 0.9))
+        assert ((probs > 0).sum(-1) <= 50).all()
+        chosen = out.tokens[:, 5 + i]
+        assert (probs[torch.arange(2), chosen] > 0).all()  # every token was drawn from its own distribution
+    # top_p = 1 and no top_k: plain softmax(logits / T)
+    plain = generate(model, prompt(), 5, temperature=1.3, top_p=1.0, seed=1)
+    for logits, probs in zip(plain.step_logits, plain.step_probs):
+        assert torch.allclose(probs, torch.softmax(logits / 1.3, -1), atol=1e-6)
+
+
+def test_top_p_generation_is_seeded():
+    model = model_for(TinyConfig())
+    p = prompt()
+    a = generate(model, p, 25, temperature=1.0, top_p=0.9, seed=11)
+    b = generate(model, p, 25, temperature=1.0, top_p=0.9, seed=11)
+    c = generate(model, p, 25, temperature=1.0, top_p=0.9, seed=12)
+    assert torch.equal(a.tokens, b.tokens)
+    assert not torch.equal(a.tokens, c.tokens)
+    for x, y in zip(a.step_probs, b.step_probs):
+        assert torch.equal(x, y)
+    # the cache does not change what is sampled
+    naive = generate(model, p, 25, temperature=1.0, top_p=0.9, seed=11, use_cache=False)
+    assert torch.equal(naive.tokens, a.tokens)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(temperature=1.0, top_p=0.0), "top_p must be a number in (0, 1]"),
+    (dict(temperature=1.0, top_p=-0.5), "top_p must be a number in (0, 1]"),
+    (dict(temperature=1.0, top_p=1.5), "got 1.5"),
+    (dict(temperature=1.0, top_p="0.9"), "top_p must be a number in (0, 1] (or None), got '0.9'"),
+    (dict(temperature=1.0, top_p=True), "top_p must be a number"),
+    (dict(temperature=-0.1), "temperature must be >= 0, got -0.1"),
+    (dict(temperature="hot"), "temperature: expected a number >= 0, got 'hot'"),
+    (dict(temperature=float("nan")), "temperature: expected a number >= 0"),
+    (dict(temperature=1.0, top_k=0), "top_k must be in [1, 256], got 0"),
+    (dict(temperature=1.0, top_k=2.5), "top_k must be in [1, 256], got 2.5"),
+    (dict(temperature=1.0, top_k="5"), "expected an integer, or None"),
+    (dict(temperature=1.0, seed="s"), "seed: expected an integer or None, got 's'"),
+])
+def test_invalid_sampling_arguments(kwargs, message):
+    model = model_for(TinyConfig(n_layers=1))
+    with pytest.raises(TinyTFInputError) as err:
+        generate(model, prompt(), 3, **kwargs)
+    assert message in str(err.value)
+    if "top_p" in kwargs:
+        with pytest.raises(TinyTFInputError, match="top_p must be a number"):
+            top_p_filter(torch.zeros(1, 4), kwargs["top_p"])

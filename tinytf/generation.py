@@ -21,23 +21,88 @@ class Generation:
     tokens: torch.Tensor  # [B, T_prompt + n] (or [T_prompt + n] for a 1-D prompt)
     step_logits: list = field(default_factory=list)  # one [B, V] tensor per generated token
     step_seconds: list = field(default_factory=list)  # wall time per generated token
+    # one [B, V] tensor per generated token: the distribution the token was drawn from, after temperature,
+    # top-k and top-p (greedy: one-hot on the argmax, i.e. the limit temperature -> 0)
+    step_probs: list = field(default_factory=list)
 
 
-def pick_next(logits, temperature: float = 0.0, top_k=None, generator=None):
-    """logits [B, V] -> next ids [B]. temperature 0 = greedy argmax; otherwise sample from
-    softmax(logits / temperature), restricted to the top_k largest when top_k is given."""
+def _check_temperature(temperature):
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature != temperature:
+        raise TinyTFInputError(f"temperature: expected a number >= 0, got {temperature!r}")
     if temperature < 0:
         raise TinyTFInputError(f"temperature must be >= 0, got {temperature}")
+
+
+def _check_top_k(top_k, vocab):
+    if top_k is None:
+        return
+    try:
+        k = None if isinstance(top_k, bool) else operator.index(top_k)
+    except TypeError:
+        k = None
+    if k is None or not 1 <= k <= vocab:
+        raise TinyTFInputError(f"top_k must be in [1, {vocab}], got {top_k!r} (expected an integer, or None)")
+
+
+def _check_top_p(top_p):
+    if top_p is None:
+        return
+    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
+        raise TinyTFInputError(f"top_p must be a number in (0, 1] (or None), got {top_p!r}")
+
+
+def top_k_filter(logits, k: int):
+    """logits [..., V] with everything below the k-th largest set to -inf (ties with the k-th are kept)."""
+    _check_top_k(k, logits.shape[-1])
+    kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_filter(logits, p: float):
+    """Nucleus filter: logits [..., V] with every token outside the nucleus set to -inf. The nucleus is the
+    smallest set of most probable tokens whose probability (softmax of ``logits``) sums to at least ``p``;
+    tokens tied in probability with the last one needed are kept too, so the result never depends on how
+    ties happen to be sorted. p = 1 keeps every token."""
+    _check_top_p(p)
+    probs = torch.softmax(logits.double(), dim=-1)
+    sorted_probs, _ = torch.sort(probs, dim=-1, descending=True)
+    before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # mass of the more probable ones
+    # tokens needed: those whose preceding mass is still below p (the most probable is always needed);
+    # 1e-9 absorbs rounding, so that e.g. 0.5 + 0.3 counts as reaching p = 0.8
+    needed = before < p - 1e-9
+    needed[..., 0] = True
+    cutoff = (sorted_probs.masked_fill(~needed, float("inf"))).min(dim=-1, keepdim=True).values  # smallest kept prob
+    return logits.masked_fill(probs < cutoff, float("-inf"))
+
+
+def next_token_probs(logits, temperature: float = 0.0, top_k=None, top_p=None):
+    """logits [B, V] -> the [B, V] distribution ``pick_next`` samples from: softmax(logits / temperature)
+    restricted to the top_k largest and then to the top-p nucleus, renormalised. temperature 0 (greedy)
+    gives a one-hot on the argmax (the temperature -> 0 limit when the maximum is unique)."""
+    _check_temperature(temperature)
+    _check_top_k(top_k, logits.shape[-1])
+    _check_top_p(top_p)
     if temperature == 0:
-        return logits.argmax(-1)
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
     logits = logits / temperature
     if top_k is not None:
-        if not 1 <= top_k <= logits.shape[-1]:
-            raise TinyTFInputError(f"top_k must be in [1, {logits.shape[-1]}], got {top_k}")
-        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]  # [B, 1]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = torch.softmax(logits, dim=-1)
-    return torch.multinomial(probs, 1, generator=generator)[:, 0]
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None:
+        logits = top_p_filter(logits, top_p)
+    return torch.softmax(logits, dim=-1)
+
+
+def pick_next(logits, temperature: float = 0.0, top_k=None, generator=None, top_p=None, return_probs: bool = False):
+    """logits [B, V] -> next ids [B]. temperature 0 = greedy argmax; otherwise sample from
+    softmax(logits / temperature), restricted to the top_k largest when top_k is given and to the
+    nucleus of mass top_p (``top_p_filter``) when top_p is given. ``return_probs=True`` returns
+    (ids, probs) with the [B, V] distribution actually sampled from (``next_token_probs``)."""
+    probs = next_token_probs(logits, temperature, top_k, top_p)
+    if temperature == 0:
+        ids = logits.argmax(-1)
+    else:
+        ids = torch.multinomial(probs, 1, generator=generator)[:, 0]
+    return (ids, probs) if return_probs else ids
 
 
 def check_room(positions, needed: int, what: str):
@@ -67,10 +132,20 @@ def whole_number(value, what: str, low: int, high=None) -> int:
 
 @torch.no_grad()
 def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temperature: float = 0.0,
-             top_k=None, seed=None, timed: bool = False) -> Generation:
-    """Generate ``max_new_tokens`` tokens after ``prompt`` ([T] or [B, T]) with a decoder-only model."""
+             top_k=None, seed=None, timed: bool = False, top_p=None) -> Generation:
+    """Generate ``max_new_tokens`` tokens after ``prompt`` ([T] or [B, T]) with a decoder-only model.
+
+    temperature 0 = greedy; otherwise sampling from softmax(logits / temperature), optionally restricted to
+    the ``top_k`` most likely tokens and/or the nucleus of mass ``top_p`` (both: top-k first). ``seed``
+    makes sampling repeatable. The result holds the tokens, each step's raw logits (``step_logits``) and
+    the distribution each token was drawn from (``step_probs``)."""
     import time
 
+    _check_temperature(temperature)
+    _check_top_k(top_k, model.config.vocab_size)
+    _check_top_p(top_p)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TinyTFInputError(f"seed: expected an integer or None, got {seed!r}")
     ids, was_1d = check_ids(prompt, model.config, "prompt")
     max_new_tokens = whole_number(max_new_tokens, "max_new_tokens", 0)
     T = ids.shape[1]  # the last generated token is never fed back, so T + n - 1 positions run
@@ -87,10 +162,11 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
             logits = model(step_input, cache=cache)[:, -1]  # only the new positions run; past K/V come from the cache
         else:
             logits = model(out.tokens)[:, -1]  # naive: the whole prefix again
-        nxt = pick_next(logits, temperature, top_k, generator)  # [B]
+        nxt, probs = pick_next(logits, temperature, top_k, generator, top_p=top_p, return_probs=True)  # [B], [B, V]
         out.tokens = torch.cat((out.tokens, nxt[:, None]), dim=1)
         step_input = nxt[:, None]  # [B, 1]
         out.step_logits.append(logits)
+        out.step_probs.append(probs)
         if timed:
             out.step_seconds.append(time.perf_counter() - t0)
     if was_1d:
