@@ -37,3 +37,11 @@ from . import tasks, pretrained  # noqa: E402  (tinytf.pretrained("induction-2l"
 from . import review, cache_memory  # noqa: E402  (modules: tinytf.review.review(cfg), tinytf.cache_memory...)
 from .review import format_review, review_table  # noqa: E402
 from .cache_memory import kv_cache_bytes  # noqa: E402
+# The frontier block (chapter "The frontier block"): MoE, MLA, Hugging Face configs and checkpoints.
+from . import moe, mla, hf  # noqa: E402
+from .config import RopeScaling  # noqa: E402
+from .moe import MoE, RouterTopK  # noqa: E402
+from .mla import LatentAttention, LatentCache  # noqa: E402
+from .attention import WindowLayerCache, sliding_window_mask  # noqa: E402
+from .hf import config_from_hf, from_hf, HFConfigError  # noqa: E402
+from .parameters import active_parameters  # noqa: E402

@@ -4,6 +4,7 @@ cross-attention (decoder reads encoder). ``Attention`` is the multi-head / group
 module around it: projections, head split, RoPE, KV cache, head merge, W_o."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -13,6 +14,7 @@ from torch import nn
 
 from .config import TinyConfig
 from .hooks import Hook
+from .norms import make_norm
 from .positions import NoRotary, make_rotary
 
 
@@ -24,15 +26,29 @@ def causal_mask(n_queries: int, n_keys: int, offset: int = 0, device=None) -> to
     return k <= q
 
 
-def attention(q, k, v, mask: Optional[torch.Tensor] = None, module: Optional[nn.Module] = None, dropout: float = 0.0):
+def sliding_window_mask(n_queries: int, n_keys: int, offset: int = 0, device=None, *, window: int) -> torch.Tensor:
+    """Boolean [T, S] for a local (sliding-window) layer: query at absolute position p = offset + i may read
+    key position j when p - window < j <= p (``window`` keys, itself included). The S keys are the *last* S
+    positions (a sliding-window cache keeps only the newest window - 1), so key j sits at offset + T - S + j."""
+    q = torch.arange(offset, offset + n_queries, device=device)[:, None]  # [T, 1]
+    k = torch.arange(offset + n_queries - n_keys, offset + n_queries, device=device)[None, :]  # [1, S]
+    return (k <= q) & (k > q - window)
+
+
+def attention(q, k, v, mask: Optional[torch.Tensor] = None, module: Optional[nn.Module] = None, dropout: float = 0.0,
+              scale: Optional[float] = None):
     """Scaled dot-product attention, returning (output, weights).
 
     q: [B, H, T, D], k and v: [B, H, S, D], mask: bool [T, S] (True = may attend) or None.
     output: [B, H, T, D], weights: [B, H, T, S]. ``module`` supplies hook points
     (hook_scores, hook_masked_scores, hook_weights) when called from ``Attention``.
+    ``scale`` multiplies q . k instead of 1 / sqrt(D) (Gemma's query_pre_attn_scalar, MLA's head size).
     """
     hook = (lambda name, x: getattr(module, name)(x)) if module is not None else (lambda name, x: x)
-    scores = hook("hook_scores", q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))  # [B, H, T, S]
+    if scale is None:
+        scores = hook("hook_scores", q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))  # [B, H, T, S]
+    else:
+        scores = hook("hook_scores", (q @ k.transpose(-2, -1)) * scale)  # [B, H, T, S]
     if mask is not None:
         scores = torch.where(mask, scores, float("-inf"))  # = masked_fill(~mask, -inf), one pass fewer
     scores = hook("hook_masked_scores", scores)
@@ -58,6 +74,30 @@ class LayerCache:
         self.v = v if self.v is None else torch.cat((self.v, v), dim=-2)
         return self.k, self.v
 
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.k, self.v) if t is not None)
+
+
+@dataclass
+class WindowLayerCache(LayerCache):
+    """The cache of a local (sliding-window) layer: after each step it keeps only the newest window - 1
+    positions, all that the next query can still read (as Hugging Face's sliding-window cache does).
+    ``length`` counts every position seen, so positions (RoPE, masks) stay absolute."""
+
+    window: int = 1
+    seen: int = 0
+
+    @property
+    def length(self) -> int:
+        return self.seen
+
+    def append(self, k, v):
+        self.seen += k.shape[-2]
+        k, v = super().append(k, v)  # everything the new queries may read: the kept positions + the new ones
+        keep = min(max(self.window - 1, 0), k.shape[-2])
+        self.k, self.v = k[..., k.shape[-2] - keep:, :], v[..., v.shape[-2] - keep:, :]
+        return k, v
+
 
 @dataclass
 class KVCache:
@@ -74,7 +114,7 @@ class KVCache:
         return self.layers[0].length if self.layers else 0
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for c in self.layers for t in (c.k, c.v) if t is not None)
+        return sum(c.nbytes() for c in self.layers)  # each layer's kind of cache counts its own tensors
 
 
 class Attention(nn.Module):
@@ -84,7 +124,7 @@ class Attention(nn.Module):
     cross=True: queries from x, keys/values from ``context`` (the encoder output), no mask, no RoPE.
     """
 
-    def __init__(self, cfg: TinyConfig, causal: bool = True, cross: bool = False):
+    def __init__(self, cfg: TinyConfig, causal: bool = True, cross: bool = False, layer: int = 0):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.d_head = cfg.n_heads, cfg.kv_heads, cfg.d_head
         self.causal, self.cross, self.dropout = causal and not cross, cross, cfg.dropout
@@ -93,8 +133,18 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, self.n_kv_heads * self.d_head, bias=qkv_bias)
         self.v_proj = nn.Linear(cfg.d_model, self.n_kv_heads * self.d_head, bias=qkv_bias)
         self.o_proj = nn.Linear(self.n_heads * self.d_head, cfg.d_model, bias=cfg.bias)
-        self.rotary = NoRotary() if cross else make_rotary(cfg)
+        self.rotary = NoRotary() if cross else make_rotary(cfg, layer)
         self.mask_fn = causal_mask  # swapped only by tinytf.causality.broken_mask, to show a bug being caught
+        self.scale = cfg.attn_scale  # None: 1 / sqrt(d_head)
+        self.window = cfg.sliding_window if cfg.layer_type(layer) == "local" and not cross else None
+        if self.window is not None:  # a local layer: each query sees only the last `window` positions
+            self.mask_fn = functools.partial(sliding_window_mask, window=self.window)
+        self.norm_qk = _no_qk_norm
+        if cfg.qk_norm != "none" and not cross:  # QK-norm: RMSNorm on queries and keys before RoPE
+            per_head = cfg.qk_norm == "head"
+            self.q_norm = make_norm(cfg, self.d_head if per_head else self.n_heads * self.d_head)
+            self.k_norm = make_norm(cfg, self.d_head if per_head else self.n_kv_heads * self.d_head)
+            self.norm_qk = self._norm_qk_per_head if per_head else self._norm_qk_over_heads
         for name in ("q", "k", "v", "q_rot", "k_rot", "scores", "masked_scores", "weights", "z", "merged", "out"):
             setattr(self, "hook_" + name, Hook())
 
@@ -110,6 +160,7 @@ class Attention(nn.Module):
         k = self.hook_k(self.split_heads(self.k_proj(source), self.n_kv_heads))  # [B, H_kv, S, D]
         v = self.hook_v(self.split_heads(self.v_proj(source), self.n_kv_heads))  # [B, H_kv, S, D]
         offset = cache.length if cache is not None else 0
+        q, k = self.norm_qk(q, k)
         q, k = self.rotary(q, k, offset)
         q, k = self.hook_q_rot(q), self.hook_k_rot(k)
         if cache is not None:
@@ -119,7 +170,36 @@ class Attention(nn.Module):
             k = k.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
             v = v.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
         mask = self.mask_fn(T, k.shape[-2], offset, device=x.device) if self.causal else None
-        z, _ = attention(q, k, v, mask, module=self, dropout=self.dropout)  # [B, H, T, D]
+        z, _ = attention(q, k, v, mask, module=self, dropout=self.dropout, scale=self.scale)  # [B, H, T, D]
         z = self.hook_z(z)
         merged = self.hook_merged(z.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))  # [B, T, H*D]
         return self.hook_out(self.o_proj(merged))  # [B, T, C]
+
+    def _norm_qk_per_head(self, q, k):  # Qwen3, Gemma 3: RMSNorm over each head's D features
+        return self.q_norm(q), self.k_norm(k)
+
+    def _norm_qk_over_heads(self, q, k):  # OLMo 2: RMSNorm over all heads' features of a position together
+        return _over_heads(self.q_norm, q), _over_heads(self.k_norm, k)
+
+    def new_cache(self) -> LayerCache:
+        """An empty cache for this layer: a sliding-window cache for a local layer, else the full one."""
+        return LayerCache() if self.window is None else WindowLayerCache(window=self.window)
+
+
+def _no_qk_norm(q, k):
+    return q, k
+
+
+def _over_heads(norm, x):  # x: [B, H, T, D] -> normalised over H * D, same shape
+    B, H, T, D = x.shape
+    return norm(x.transpose(1, 2).reshape(B, T, H * D)).view(B, T, H, D).transpose(1, 2)
+
+
+def make_attention(cfg: TinyConfig, layer: int = 0) -> nn.Module:
+    """The causal self-attention of decoder layer ``layer``: multi-head latent attention (tinytf.mla) when
+    the config sets mla_kv_rank, else multi-head / grouped-query attention (local or global)."""
+    if cfg.mla:
+        from .mla import LatentAttention
+
+        return LatentAttention(cfg, layer)
+    return Attention(cfg, causal=True, layer=layer)

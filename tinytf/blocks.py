@@ -3,6 +3,8 @@ stream by a *connection* chosen at construction:
 
     pre-norm  (modern):   x + F(Norm(x))
     post-norm (2017):     Norm(x + F(x))
+    sandwich (Gemma 2/3): x + Norm_post(F(Norm_pre(x)))
+    post-sublayer (OLMo 2): x + Norm(F(x))
     without residual:     F(Norm(x))   or   Norm(F(x))      (experiments only)
 
 so the block's forward reads like the two formulas of the source page:
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from .attention import Attention
+from .attention import Attention, make_attention
 from .config import TinyConfig
 from .ffn import make_ffn
 from .hooks import Hook
@@ -48,19 +50,48 @@ class PostNormNoResidual(Connection):
         return norm(self.drop(f(x)))
 
 
+class SandwichNorm(Connection):
+    """Gemma 2/3: a norm before the sublayer and one on its output, before the add. ``norm`` is a
+    :class:`NormPair` (pre, post)."""
+
+    def forward(self, x, norm, f):
+        return x + self.drop(norm.post(f(norm.pre(x))))
+
+
+class PostSublayerNorm(Connection):
+    """OLMo 2: the sublayer reads the stream as it is; its output is normalised before the add."""
+
+    def forward(self, x, norm, f):
+        return x + self.drop(norm(f(x)))
+
+
+class NormPair(nn.Module):
+    """The two norms of one sandwich sublayer (traced as norm1.pre / norm1.post)."""
+
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.pre, self.post = make_norm(cfg), make_norm(cfg)
+
+
 def make_connection(cfg: TinyConfig) -> Connection:
     table = {("pre", True): PreNorm, ("post", True): PostNorm,
-             ("pre", False): PreNormNoResidual, ("post", False): PostNormNoResidual}
+             ("pre", False): PreNormNoResidual, ("post", False): PostNormNoResidual,
+             ("sandwich", True): SandwichNorm, ("post_sublayer", True): PostSublayerNorm}
     return table[cfg.norm_position, cfg.residual](cfg)
+
+
+def make_sublayer_norm(cfg: TinyConfig) -> nn.Module:
+    """The norm(s) a connection applies around one sublayer: a NormPair for the sandwich, else one norm."""
+    return NormPair(cfg) if cfg.norm_position == "sandwich" else make_norm(cfg)
 
 
 class DecoderBlock(nn.Module):
     """Decoder-only block (GPT, Llama): causal self-attention then FFN."""
 
-    def __init__(self, cfg: TinyConfig):
+    def __init__(self, cfg: TinyConfig, layer: int = 0):
         super().__init__()
-        self.norm1, self.attn = make_norm(cfg), Attention(cfg, causal=True)
-        self.norm2, self.ffn = make_norm(cfg), make_ffn(cfg)
+        self.norm1, self.attn = make_sublayer_norm(cfg), make_attention(cfg, layer)
+        self.norm2, self.ffn = make_sublayer_norm(cfg), make_ffn(cfg, layer)
         self.connect = make_connection(cfg)
         self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_post = Hook(), Hook(), Hook()
 
@@ -75,8 +106,8 @@ class EncoderBlock(nn.Module):
 
     def __init__(self, cfg: TinyConfig):
         super().__init__()
-        self.norm1, self.attn = make_norm(cfg), Attention(cfg, causal=False)
-        self.norm2, self.ffn = make_norm(cfg), make_ffn(cfg)
+        self.norm1, self.attn = make_sublayer_norm(cfg), Attention(cfg, causal=False)
+        self.norm2, self.ffn = make_sublayer_norm(cfg), make_ffn(cfg)
         self.connect = make_connection(cfg)
         self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_post = Hook(), Hook(), Hook()
 
@@ -92,9 +123,9 @@ class CrossDecoderBlock(nn.Module):
 
     def __init__(self, cfg: TinyConfig):
         super().__init__()
-        self.norm1, self.attn = make_norm(cfg), Attention(cfg, causal=True)
-        self.norm_cross, self.cross_attn = make_norm(cfg), Attention(cfg, cross=True)
-        self.norm2, self.ffn = make_norm(cfg), make_ffn(cfg)
+        self.norm1, self.attn = make_sublayer_norm(cfg), Attention(cfg, causal=True)
+        self.norm_cross, self.cross_attn = make_sublayer_norm(cfg), Attention(cfg, cross=True)
+        self.norm2, self.ffn = make_sublayer_norm(cfg), make_ffn(cfg)
         self.connect = make_connection(cfg)
         self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_cross, self.hook_resid_post = (
             Hook(), Hook(), Hook(), Hook())

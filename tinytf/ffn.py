@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from .config import TinyConfig
 from .hooks import Hook
 
-ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh")}
 
 
 class MLP(nn.Module):
@@ -44,7 +44,25 @@ class SwiGLU(nn.Module):
         return self.hook_out(self.down(post))  # [B, T, C]
 
 
-def make_ffn(cfg: TinyConfig) -> nn.Module:
-    if cfg.ffn == "swiglu":
-        return SwiGLU(cfg.d_model, cfg.d_ff, bias=cfg.bias)
+class GeGLU(SwiGLU):
+    """Gemma's gated FFN: down(gelu_tanh(gate(x)) * up(x)); the same three matrices as SwiGLU."""
+
+    def forward(self, x):  # x: [B, T, C]
+        act = self.hook_act(F.gelu(self.hook_gate(self.gate(x)), approximate="tanh"))  # [B, T, d_ff]
+        post = self.hook_post(act * self.hook_up(self.up(x)))  # [B, T, d_ff]
+        return self.hook_out(self.down(post))  # [B, T, C]
+
+
+GATED = {"swiglu": SwiGLU, "geglu": GeGLU}
+
+
+def make_ffn(cfg: TinyConfig, layer: int = 0) -> nn.Module:
+    """The FFN of layer ``layer``: a mixture of experts (tinytf.moe) when the config has experts and the layer
+    is past the first n_dense_layers, else a dense FFN of width d_ff."""
+    if cfg.is_moe_layer(layer):
+        from .moe import MoE
+
+        return MoE(cfg)
+    if cfg.ffn in GATED:
+        return GATED[cfg.ffn](cfg.d_model, cfg.d_ff, bias=cfg.bias)
     return MLP(cfg.d_model, cfg.d_ff, activation=cfg.ffn, bias=cfg.bias)

@@ -11,6 +11,13 @@ from __future__ import annotations
 from torch import nn
 
 
+def _copy(x):
+    """A detached copy of a tensor, or of each tensor of a NamedTuple (e.g. tinytf.moe.RouterTopK)."""
+    if isinstance(x, tuple) and hasattr(x, "_make"):
+        return x._make(t.detach().clone() for t in x)
+    return x.detach().clone()
+
+
 class Hook(nn.Module):
     def __init__(self):
         super().__init__()
@@ -23,7 +30,7 @@ class Hook(nn.Module):
         if self.patch is not None:
             x = self.patch(x)
         if self.store is not None:
-            self.store[self.key] = x.detach().clone() if self.detach else x
+            self.store[self.key] = _copy(x) if self.detach else x
         return x
 
     def extra_repr(self):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+import math
+
 from .attention import KVCache
 from .blocks import CrossDecoderBlock, DecoderBlock, EncoderBlock
 from .config import TinyConfig
@@ -47,6 +49,29 @@ def init_weights(model: nn.Module, std: float = 0.02):
                 nn.init.zeros_(m.bias)
 
 
+class ScaledEmbedding(nn.Embedding):
+    """Gemma: the embedding lookup times sqrt(d_model) (a float32 constant, like Gemma3TextScaledWordEmbedding),
+    so the stream starts at the scale the norms expect while the LM head shares the unscaled matrix."""
+
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__(vocab_size, d_model)
+        self.register_buffer("scale", torch.tensor(math.sqrt(d_model)), persistent=False)
+
+    def forward(self, ids):
+        return super().forward(ids) * self.scale.to(self.weight.dtype)
+
+
+class SoftCappedHead(nn.Linear):
+    """LM head whose logits are soft-capped: c * tanh(logits / c) stays within (-c, c) (Gemma 2)."""
+
+    def __init__(self, d_model: int, vocab_size: int, cap: float):
+        super().__init__(d_model, vocab_size, bias=False)
+        self.cap = cap
+
+    def forward(self, x):
+        return torch.tanh(super().forward(x) / self.cap) * self.cap
+
+
 class TinyTransformer(Traceable, nn.Module):
     """Decoder-only language model: embedding -> N DecoderBlocks -> final norm -> LM head.
 
@@ -56,11 +81,12 @@ class TinyTransformer(Traceable, nn.Module):
     def __init__(self, cfg: TinyConfig = TinyConfig()):
         super().__init__()
         self.config = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.embed = (ScaledEmbedding if cfg.scale_embeddings else nn.Embedding)(cfg.vocab_size, cfg.d_model)
         self.pos = make_additive_positions(cfg)
-        self.blocks = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(DecoderBlock(cfg, i) for i in range(cfg.n_layers))
         self.final_norm = make_norm(cfg)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head = (nn.Linear(cfg.d_model, cfg.vocab_size, bias=False) if cfg.logit_softcap is None
+                        else SoftCappedHead(cfg.d_model, cfg.vocab_size, cfg.logit_softcap))
         self.hook_tok_embed, self.hook_embed, self.hook_logits = Hook(), Hook(), Hook()
         init_weights(self)
         if cfg.tie_embeddings:
@@ -77,7 +103,8 @@ class TinyTransformer(Traceable, nn.Module):
         return logits[0] if was_1d else logits
 
     def new_cache(self) -> KVCache:
-        return KVCache.for_model(len(self.blocks))
+        """One empty cache per block, of the kind its attention needs (full, sliding-window or MLA latent)."""
+        return KVCache([block.attn.new_cache() for block in self.blocks])
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # shared (tied) tensors counted once

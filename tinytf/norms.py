@@ -42,7 +42,27 @@ class LayerNorm(nn.Module):
         return self.hook_out(y)
 
 
-def make_norm(cfg: TinyConfig) -> nn.Module:
+class OffsetRMSNorm(nn.Module):
+    """Gemma's RMSNorm: y = x / sqrt(mean(x^2) + eps) * (1 + weight). The weight starts at 0 (scale 1);
+    like Gemma3RMSNorm it computes in float32."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(d_model))  # the scale is 1 + weight
+        self.hook_out = Hook()
+
+    def forward(self, x):  # x: [..., C]
+        h = x.float()
+        y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + self.weight.float())
+        return self.hook_out(y.type_as(x))
+
+
+def make_norm(cfg: TinyConfig, d: int | None = None) -> nn.Module:
+    """The config's norm over ``d`` features (default d_model; QK-norm and MLA's latents pass their own size)."""
+    d = cfg.d_model if d is None else d
     if cfg.norm == "rms":
-        return RMSNorm(cfg.d_model, cfg.eps)
-    return LayerNorm(cfg.d_model, cfg.eps, bias=cfg.bias)
+        return RMSNorm(d, cfg.eps)
+    if cfg.norm == "rms_offset":
+        return OffsetRMSNorm(d, cfg.eps)
+    return LayerNorm(d, cfg.eps, bias=cfg.bias)

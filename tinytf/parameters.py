@@ -54,15 +54,21 @@ def parameter_table(model: nn.Module) -> list:
                 rows.append(ParamRow(pre + part, counts[(stack, "top", part)]))
         n = len(blocks)
         per_block = [sum(p.numel() for p in b.parameters()) for b in blocks]
-        assert len(set(per_block)) <= 1, "layers of one stack differ in size"
-        total = 0
-        for part in ("attention (Q/K/V/O)", "cross-attention (Q/K/V/O)", "FFN", "norms"):
-            c = counts.get((stack, "layer", part))
-            if c is not None:
-                rows.append(ParamRow(f"{pre}per layer: {part}", c // n))
-                total += c // n
-        rows.append(ParamRow(f"{pre}per layer total", total))
-        rows.append(ParamRow(f"{pre}x {n} layers", total * n))
+        if len(set(per_block)) > 1:  # e.g. DeepSeek-V3: dense first layers, MoE after: sums over all layers
+            for part in ("attention (Q/K/V/O)", "cross-attention (Q/K/V/O)", "FFN", "norms"):
+                c = counts.get((stack, "layer", part))
+                if c is not None:
+                    rows.append(ParamRow(f"{pre}all {n} layers: {part}", c))
+            rows.append(ParamRow(f"{pre}x {n} layers", sum(per_block)))
+        else:
+            total = 0
+            for part in ("attention (Q/K/V/O)", "cross-attention (Q/K/V/O)", "FFN", "norms"):
+                c = counts.get((stack, "layer", part))
+                if c is not None:
+                    rows.append(ParamRow(f"{pre}per layer: {part}", c // n))
+                    total += c // n
+            rows.append(ParamRow(f"{pre}per layer total", total))
+            rows.append(ParamRow(f"{pre}x {n} layers", total * n))
         if (stack, "top", "final norm") in counts:
             rows.append(ParamRow(pre + "final norm", counts[(stack, "top", "final norm")]))
     tied = cfg is not None and cfg.tie_embeddings
@@ -92,9 +98,36 @@ def meta_model(cfg: TinyConfig, kind: str = "decoder"):
         return (TinyTransformer if kind == "decoder" else EncoderDecoder)(cfg)
 
 
+def _as_config(cfg) -> TinyConfig:
+    if isinstance(cfg, TinyConfig):
+        return cfg
+    if isinstance(cfg, dict) and "model_type" in cfg:  # a Hugging Face config.json
+        from .hf import config_from_hf
+
+        return config_from_hf(cfg, ignore=("rope_scaling", "rope_parameters"))  # RoPE scaling has no parameters
+    raise TypeError(f"expected a TinyConfig or a Hugging Face config dict, got {type(cfg).__name__}")
+
+
 def count_parameters(cfg: TinyConfig, kind: str = "decoder") -> int:
-    """Exact parameter count of the model a config describes, without allocating it."""
-    return sum(p.numel() for p in meta_model(cfg, kind).parameters())
+    """Exact parameter count of the model a config describes (a TinyConfig, or a Hugging Face config.json
+    dict), without allocating it. Tied tensors count once; buffers (e.g. DeepSeek's router bias) not at all."""
+    return sum(p.numel() for p in meta_model(_as_config(cfg), kind).parameters())
+
+
+def active_parameters(cfg: TinyConfig) -> int:
+    """Parameters one token goes through: the total minus, in every MoE layer, the routed experts the router
+    did not choose ((n_experts - experts_per_token) experts). Equals count_parameters for a dense model.
+    (Like the published figures, it counts the whole embedding matrix and LM head.)"""
+    from .moe import Experts
+
+    cfg = _as_config(cfg)
+    model = meta_model(cfg)
+    total = sum(p.numel() for p in model.parameters())
+    for m in model.modules():
+        if isinstance(m, Experts):
+            per_expert = sum(p.numel() for p in m.parameters()) // cfg.n_experts
+            total -= (cfg.n_experts - cfg.experts_per_token) * per_expert
+    return total
 
 
 def approx_layer_params(d_model: int, r: float) -> float:

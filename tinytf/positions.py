@@ -104,6 +104,52 @@ class RoPE(nn.Module):
         return self.rotate(q, offset), self.rotate(k, offset)
 
 
+def scaled_inv_freq(d: int, theta: float, scaling=None) -> torch.Tensor:
+    """RoPE's D/2 frequencies theta^(-2i/D), then the config's scaling (a tinytf.config.RopeScaling):
+    ``linear`` divides every frequency by the factor; ``llama3`` (Llama 3.1+) divides the low frequencies
+    (wavelength > original_max_seq_len / low_freq_factor) by the factor, keeps the high ones
+    (wavelength < original_max_seq_len / high_freq_factor) and blends in between."""
+    inv_freq = theta ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)  # [D/2]
+    if scaling is None:
+        return inv_freq
+    if scaling.kind == "linear":
+        return inv_freq / scaling.factor
+    old = scaling.original_max_seq_len
+    wavelen = 2 * math.pi / inv_freq
+    low_wavelen, high_wavelen = old / scaling.low_freq_factor, old / scaling.high_freq_factor
+    out = torch.where(wavelen > low_wavelen, inv_freq / scaling.factor, inv_freq)
+    smooth = (old / wavelen - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor)
+    smoothed = (1 - smooth) * out / scaling.factor + smooth * out
+    medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+    return torch.where(medium, smoothed, out)
+
+
+class ScaledRoPE(RoPE):
+    """RoPE with the frontier options: a frequency scaling (``linear``, ``llama3``) and the pairing of
+    dimensions: ``half`` rotates (x_i, x_{i+D/2}) as Hugging Face's Llama does; ``interleaved`` rotates
+    (x_2i, x_2i+1) as RoFormer, Meta's original Llama code and DeepSeek do. The frequencies are fixed at
+    construction (a non-persistent buffer), so forward has no branch on the scaling."""
+
+    def __init__(self, d_head: int, theta: float = 10000.0, scaling=None, pairing: str = "half"):
+        super().__init__(d_head, theta)
+        self.scaling, self.pairing = scaling, pairing
+        self.register_buffer("inv_freq", scaled_inv_freq(d_head, theta, scaling), persistent=False)
+        self.turn = self.turn_interleaved if pairing == "interleaved" else self.turn_half
+
+    def turn_half(self, x, cos, sin):  # cos, sin: [T, D/2]
+        cos, sin = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+        return x * cos + rotate_half(x) * sin
+
+    def turn_interleaved(self, x, cos, sin):
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).flatten(-2)
+
+    def rotate(self, x, offset: int = 0):  # x: [B, H, T, D]
+        positions = torch.arange(offset, offset + x.shape[-2], device=x.device, dtype=torch.float32)
+        angles = positions[:, None] * self.inv_freq.to(x.device)[None, :]  # [T, D/2]
+        return self.turn(x, angles.cos().to(x.dtype), angles.sin().to(x.dtype))
+
+
 class NoRotary(nn.Module):
     def forward(self, q, k, offset: int = 0):
         return q, k
@@ -113,5 +159,14 @@ def make_additive_positions(cfg: TinyConfig) -> nn.Module:
     return {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}.get(cfg.pos, lambda c: NoPositions())(cfg)
 
 
-def make_rotary(cfg: TinyConfig) -> nn.Module:
-    return RoPE(cfg.d_head, cfg.rope_theta) if cfg.pos == "rope" else NoRotary()
+def make_rotary(cfg: TinyConfig, layer: int = 0) -> nn.Module:
+    """The rotary module of layer ``layer``. A local (sliding-window) layer uses rope_theta_local when the
+    config has one (Gemma 3: 10k, against 1M for the global layers), without scaling; every other layer uses
+    rope_theta and rope_scaling. The plain RoPE class serves every config without the frontier options."""
+    if cfg.pos != "rope":
+        return NoRotary()
+    local = cfg.layer_type(layer) == "local" and cfg.rope_theta_local is not None
+    theta, scaling = (cfg.rope_theta_local, None) if local else (cfg.rope_theta, cfg.rope_scaling)
+    if scaling is None and cfg.rope_pairing == "half" and cfg.rope_dim == cfg.d_head:
+        return RoPE(cfg.d_head, theta)
+    return ScaledRoPE(cfg.rope_dim, theta, scaling, cfg.rope_pairing)
