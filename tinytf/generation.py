@@ -7,6 +7,7 @@ runs through every block; only past K/V are reused.
 """
 from __future__ import annotations
 
+import numbers
 import operator
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ class Generation:
 
 
 def _check_temperature(temperature):
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature != temperature:
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or temperature != temperature:
         raise TinyTFInputError(f"temperature: expected a number >= 0, got {temperature!r}")
     if temperature < 0:
         raise TinyTFInputError(f"temperature must be >= 0, got {temperature}")
@@ -47,7 +48,7 @@ def _check_top_k(top_k, vocab):
 def _check_top_p(top_p):
     if top_p is None:
         return
-    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
+    if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real) or not 0 < top_p <= 1:
         raise TinyTFInputError(f"top_p must be a number in (0, 1] (or None), got {top_p!r}")
 
 
