@@ -45,3 +45,8 @@ from .mla import LatentAttention, LatentCache  # noqa: E402
 from .attention import WindowLayerCache, sliding_window_mask  # noqa: E402
 from .hf import config_from_hf, from_hf, HFConfigError  # noqa: E402
 from .parameters import active_parameters  # noqa: E402
+# Real text (issue #12): the stdlib-docstring corpus, n-gram baselines, nucleus sampling; the text model is
+# tinytf.pretrained("text-4l") (snapshots: tinytf.pretrained.snapshots("text-4l")).
+from . import textdata  # noqa: E402
+from .generation import top_p_filter, top_k_filter, next_token_probs  # noqa: E402
+from .textdata import bits_per_byte, unigram_bits_per_byte, bigram_bits_per_byte  # noqa: E402

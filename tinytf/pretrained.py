@@ -8,6 +8,22 @@
     trace[s.attention][0, s.head]                       # the head that does the job, on a fresh example
     random_twin = tinytf.pretrained.untrained("induction-2l")   # same architecture, random weights
 
+A byte-level language model trained on real English (the docstrings of Python's standard library,
+read at training time by ``tinytf.textdata``; nothing of it is stored here), with snapshots taken
+along its training run:
+
+    lm = tinytf.pretrained("text-4l")                   # the final weights
+    tinytf.pretrained.snapshots("text-4l")              # {step: name}, e.g. {0: 'text-4l@step0', ..., 1800: 'text-4l'}
+    early = tinytf.pretrained("text-4l", step=90)       # = tinytf.pretrained("text-4l@step90")
+    tinytf.pretrained.info("text-4l")["curve"]          # train/validation bits per byte along the run
+    tinytf.pretrained.names("text")                     # ['text-4l']; snapshots are not listed as models
+
+``names()``/``available()`` take ``kind`` 'decoder' (the synthetic-task decoders), 'seq2seq' or 'text'
+(byte-level language models; TinyTransformer too, listed apart because their views are text, not
+a task); a snapshot ``<name>@step<N>`` is a checkpoint of its own (loadable by that name) but is
+listed only by ``snapshots(name)``. Weights may be stored as float16 (halving the files); loading
+always returns a float32 model, and the metrics in the JSON were measured on the loaded weights.
+
 Each checkpoint is two files in ``tinytf/checkpoints/``: ``<name>.safetensors`` (the weights; the
 safetensors format holds raw tensors only, so loading never unpickles or runs code) and
 ``<name>.json`` (the TinyConfig, the model kind, the exact command that trained it, seed, steps,
@@ -33,7 +49,9 @@ from .errors import TinyTFInputError
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 FORMAT = "tinytf-checkpoint/1"  # marks a sidecar JSON as a checkpoint description
-KINDS = ("decoder", "seq2seq")
+KINDS = ("decoder", "seq2seq")  # the architecture (sidecar "kind")
+LIST_KINDS = ("decoder", "seq2seq", "text")  # what names()/available() filter on
+SNAPSHOT_MARK = "@step"  # <name>@step<N>: the weights of checkpoint <name> after N training steps
 
 
 class CheckpointError(TinyTFInputError):
@@ -55,21 +73,49 @@ def _sidecars() -> dict:
     return out
 
 
+def _list_kind(data: dict) -> str:
+    return "text" if data.get("task", {}).get("name") == "text" else data.get("kind")
+
+
 def available(kind: Optional[str] = None) -> dict:
-    """{name: one-line description} of the shipped checkpoints; ``kind`` 'decoder' or 'seq2seq' filters."""
-    return {name: d.get("description", "") for name, d in _sidecars().items() if kind in (None, d.get("kind"))}
+    """{name: one-line description} of the shipped checkpoints (snapshots left out); ``kind`` 'decoder'
+    (synthetic-task decoders), 'seq2seq' or 'text' (byte-level language models) filters."""
+    if kind is not None and kind not in LIST_KINDS:
+        raise TinyTFInputError(f"kind: expected one of {LIST_KINDS} or None, got {kind!r}")
+    return {name: d.get("description", "") for name, d in _sidecars().items()
+            if SNAPSHOT_MARK not in name and kind in (None, _list_kind(d))}
 
 
 def names(kind: Optional[str] = None) -> list:
-    """Names of the shipped checkpoints (optionally only 'decoder' or only 'seq2seq' models)."""
+    """Names of the shipped checkpoints (optionally only 'decoder', 'seq2seq' or 'text' models)."""
     return list(available(kind))
+
+
+def snapshots(name: str) -> dict:
+    """{training step: checkpoint name} of the snapshots of ``name`` saved along its training run, in step
+    order; the last step is ``name`` itself (the final weights). {step: name} of one entry if none were saved."""
+    data = info(name)
+    if SNAPSHOT_MARK in name:
+        raise CheckpointError(f"{name!r} is itself a snapshot; ask for snapshots({name.split(SNAPSHOT_MARK)[0]!r})")
+    out = {int(step): snap for step, snap in data.get("snapshots", {}).items()}
+    out.setdefault(int(data.get("steps", 0)), name)
+    return dict(sorted(out.items()))
+
+
+def _snapshot_name(name: str, step) -> str:
+    table = snapshots(name)
+    if isinstance(step, bool) or not isinstance(step, int) or step not in table:
+        raise CheckpointError(f"{name!r} has snapshots at steps {list(table)}; got step={step!r}")
+    return table[step]
 
 
 def _resolve(name: str) -> Path:
     if not isinstance(name, str) or not name:
         raise CheckpointError(f"checkpoint name: expected a non-empty string, got {name!r}")
+    if "/" in name or "\\" in name or name.startswith("."):
+        raise CheckpointError(f"checkpoint name: {name!r} is a path; give a name such as {', '.join(map(repr, names()))}")
     base = CHECKPOINT_DIR / name
-    if not base.with_suffix(".json").exists() or not base.with_suffix(".safetensors").exists():
+    if not (CHECKPOINT_DIR / f"{name}.json").exists() or not (CHECKPOINT_DIR / f"{name}.safetensors").exists():
         known = ", ".join(map(repr, names())) or "none"
         raise CheckpointError(f"no shipped checkpoint named {name!r} in {CHECKPOINT_DIR}; available: {known}")
     return base
@@ -166,15 +212,17 @@ def load_checkpoint(path):
                 shown = items[:6] + ([f"... {len(items) - 6} more"] if len(items) > 6 else [])
                 parts.append(f"{label} ({len(items)}): " + "; ".join(shown))
         raise CheckpointError(f"{st_path}: weights do not match the config in {json_path.name}: " + " | ".join(parts))
+    tensors = {k: v.to(expected[k].dtype) for k, v in tensors.items()}  # float16 storage -> the model's float32
     model.load_state_dict(tensors, strict=False)  # strictness checked above (tied duplicates are absent)
     model.eval()
     model.checkpoint_info = data
     return model
 
 
-def save_checkpoint(model, path, info: dict) -> tuple:
+def save_checkpoint(model, path, info: dict, dtype: Optional[torch.dtype] = None) -> tuple:
     """Write ``<path>.safetensors`` (weights) and ``<path>.json`` (``info`` + config + kind + format).
-    Returns the two paths. Used by ``python -m tinytf.train --out``."""
+    ``dtype`` (e.g. torch.float16) stores the weights in that type (None: as they are); loading casts back
+    to the model's float32. Returns the two paths. Used by ``python -m tinytf.train --out``."""
     from safetensors.torch import save_file
 
     from .models import EncoderDecoder, TinyTransformer
@@ -189,7 +237,7 @@ def save_checkpoint(model, path, info: dict) -> tuple:
     base = Path(path)
     base.parent.mkdir(parents=True, exist_ok=True)
     st_path, json_path = base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")
-    tensors = {k: v.detach().contiguous().cpu() for k, v in _expected_state(model).items()}
+    tensors = {k: v.detach().to(dtype or v.dtype).contiguous().cpu() for k, v in _expected_state(model).items()}
     save_file(tensors, str(st_path), metadata={"format": FORMAT})  # one key: the header bytes stay identical run to run
     st_path.chmod(0o644)
     data = {"format": FORMAT, "name": base.name, "kind": kind, "config": dataclasses.asdict(model.config)}
@@ -202,8 +250,11 @@ def save_checkpoint(model, path, info: dict) -> tuple:
 # ---------------------------------------------------------------------------------------------- by name
 
 
-def load(name: str):
-    """The shipped checkpoint ``name`` (see ``available()``), in eval mode. No network access."""
+def load(name: str, step: Optional[int] = None):
+    """The shipped checkpoint ``name`` (see ``available()``), in eval mode. No network access.
+    ``step``: the snapshot of ``name`` saved after that many training steps (see ``snapshots(name)``)."""
+    if step is not None:
+        name = _snapshot_name(name, step)
     return load_checkpoint(_resolve(name))
 
 
@@ -304,8 +355,8 @@ def sample_input(name: str, seed: int = 0, length: Optional[int] = None, text: O
 class _CallableModule(types.ModuleType):
     """Lets ``tinytf.pretrained(name)`` work while ``tinytf.pretrained.available()`` etc. stay attributes."""
 
-    def __call__(self, name: str):
-        return load(name)
+    def __call__(self, name: str, step: Optional[int] = None):
+        return load(name, step)
 
 
 sys.modules[__name__].__class__ = _CallableModule

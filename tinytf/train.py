@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import platform
 import sys
@@ -308,6 +309,94 @@ def _evaluate(model, task, n_samples, seed):
             "anti_diagonal_score": float(mass.max()), "anti_diagonal_head": f"{layer}.{head}"}
 
 
+# ---------------------------------------------------------------------------------------------- text
+
+
+def train_text(model, corpus=None, steps: int = 1000, lr: float = 3e-3, batch_size: int = 32, seq_len: int = 128,
+               seed: int = 0, *, progress: bool = True, warmup_steps: Optional[int] = None,
+               weight_decay: float = 0.1, grad_clip: Optional[float] = 1.0, betas=(0.9, 0.95), eval_every: int = 50,
+               eval_windows: int = 64, snapshot_steps=(), on_snapshot=None, threads: Optional[int] = 1) -> History:
+    """Train a byte-level TinyTransformer (vocab_size >= 256) in place on ``corpus`` (default: the stdlib
+    docstrings of ``tinytf.textdata.stdlib_corpus()``): random windows of ``seq_len + 1`` bytes of the train
+    split, drawn from a generator seeded with ``seed``; AdamW, linear warm-up then cosine decay to 10% of lr,
+    gradient clipping.
+
+    Every ``eval_every`` steps (and at step 0, before any update) the bits per byte on ``eval_windows`` fixed
+    windows of the train split and of the validation split go into ``history.evals`` as
+    (step, {"train_bpb", "val_bpb"}). ``on_snapshot(step, model, history)`` is called at each step of
+    ``snapshot_steps`` (0 = untrained, ``steps`` = final), after that step's update and evaluation.
+    """
+    from . import textdata
+
+    corpus = textdata.stdlib_corpus() if corpus is None else corpus
+    if model.config.vocab_size < 256:
+        raise TinyTFInputError(f"train_text: byte-level text needs vocab_size >= 256, got {model.config.vocab_size}")
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("seq_len", seq_len)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TinyTFInputError(f"{name}: expected a positive integer, got {value!r}")
+    if not lr > 0:
+        raise TinyTFInputError(f"lr: expected a positive learning rate, got {lr!r}")
+    snapshot_steps = sorted(set(snapshot_steps))
+    if any(not 0 <= s <= steps for s in snapshot_steps):
+        raise TinyTFInputError(f"snapshot_steps must lie in [0, {steps}], got {snapshot_steps}")
+    warmup_steps = min(100, steps // 10) if warmup_steps is None else warmup_steps
+    history = History(task="text", steps=steps, lr=lr, batch_size=batch_size, seed=seed)
+    data = torch.Generator().manual_seed(seed)
+    probes = {"train_bpb": corpus.train, "val_bpb": corpus.val}
+
+    def record(step):
+        history.evals.append((step, {k: textdata.bits_per_byte(model, d, eval_windows, seq_len)
+                                     for k, d in probes.items()}))
+        model.train()
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=tuple(betas))
+    bar = _progress_bar(steps, progress)
+    t0 = time.perf_counter()
+    with num_threads(threads), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # dropout, if the config has any
+        model.train()
+        if eval_every:
+            record(0)
+        if 0 in snapshot_steps and on_snapshot is not None:
+            on_snapshot(0, model, history)
+            model.train()
+        for step in range(steps):
+            rate = lr_at(step, steps, lr, warmup_steps, "cosine")
+            for group in opt.param_groups:
+                group["lr"] = rate
+            inputs, targets = textdata.random_windows(corpus.train, batch_size, seq_len, data)
+            logits = model(inputs)
+            loss = F.cross_entropy(logits.transpose(1, 2), targets)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            norm = nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
+            opt.step()
+            history.losses.append(loss.item())
+            history.grad_norms.append(float(norm))
+            history.lrs.append(rate)
+            done = step + 1
+            if eval_every and (done % eval_every == 0 or done == steps):
+                record(done)
+            if done in snapshot_steps and on_snapshot is not None:
+                on_snapshot(done, model, history)
+                model.train()
+            if bar is not None:
+                bar.update(1)
+                if step % 10 == 0 or done == steps:
+                    post = {"loss": f"{history.final_loss:.3f}"}
+                    if history.evals:
+                        post["val_bpb"] = f"{history.evals[-1][1]['val_bpb']:.3f}"
+                    bar.set_postfix(post)
+        if bar is not None:
+            bar.close()
+        history.seconds = time.perf_counter() - t0
+        model.eval()
+    return history
+
+
 # ---------------------------------------------------------------------------------------------- presets + CLI
 
 
@@ -359,16 +448,188 @@ def build_model(kind: str, cfg: TinyConfig, seed: int = 0):
         return TinyTransformer(cfg) if kind == "decoder" else EncoderDecoder(cfg)
 
 
+@dataclass(frozen=True)
+class TextPreset:
+    """Everything the byte-level text model's training run needs (``--task text``)."""
+
+    checkpoint: str
+    description: str
+    config: TinyConfig
+    steps: int
+    lr: float
+    batch_size: int
+    seq_len: int
+    seed: int = 0
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    betas: tuple = (0.9, 0.95)
+    eval_every: int = 50  # train/validation curve: bits per byte on eval_windows fixed windows of each split
+    eval_windows: int = 64
+    snapshot_fractions: tuple = (0.0, 0.05, 0.2, 0.5)  # of steps; the final weights are the checkpoint itself
+    report_windows: int = 256  # the recorded metrics: bits per byte on this many fixed windows of seq_len bytes
+    prompt: str = "Return the number of "
+    sample: dict = field(default_factory=lambda: {"temperature": 0.8, "top_p": 0.95, "seed": 0})
+    continuation_bytes: int = 160
+    tolerance: dict = field(default_factory=dict)
+
+
+TEXT_PRESETS = {
+    "small": TextPreset(
+        checkpoint="text-4l",
+        description="byte-level language model (4 layers, d_model 192, 6 heads, pre-norm RMSNorm, SwiGLU, RoPE) "
+                    "trained on the docstrings of Python's standard library",
+        config=TinyConfig(vocab_size=256, d_model=192, n_layers=4, n_heads=6, d_ff=512, max_seq_len=512),
+        steps=1800, lr=3e-3, batch_size=32, seq_len=128,
+        tolerance={"val_bpb": 0.02, "train_bpb": 0.02}),
+}
+
+
+def _round(x, digits=5):
+    return round(float(x), digits)
+
+
+def _text_metrics(model, corpus, preset) -> dict:
+    from . import textdata
+
+    return {"train_bpb": _round(textdata.bits_per_byte(model, corpus.train, preset.report_windows, preset.seq_len)),
+            "val_bpb": _round(textdata.bits_per_byte(model, corpus.val, preset.report_windows, preset.seq_len))}
+
+
+def _continuations(model, preset) -> dict:
+    from .generation import generate
+    from .tokens import decode, encode
+
+    prompt = encode(preset.prompt)
+    greedy = generate(model, prompt, preset.continuation_bytes)
+    sampled = generate(model, prompt, preset.continuation_bytes, **preset.sample)
+    return {"prompt": preset.prompt, "n_bytes": preset.continuation_bytes,
+            "greedy": decode(greedy.tokens[len(prompt):]),
+            "sampled": decode(sampled.tokens[len(prompt):]), "sampling": dict(preset.sample)}
+
+
+def main_text(args, argv) -> int:
+    """``python -m tinytf.train --task text``: train the byte-level model, write the final checkpoint and
+    snapshots (float16 weights; metrics measured on the re-loaded weights)."""
+    from . import textdata
+    from .pretrained import SNAPSHOT_MARK, load_checkpoint, save_checkpoint
+
+    preset = TEXT_PRESETS[args.preset or "small"]
+    steps = args.steps or preset.steps
+    seed = preset.seed if args.seed is None else args.seed
+    t_read = time.perf_counter()
+    corpus = textdata.stdlib_corpus()
+    record = corpus.record()
+    record["read_seconds"] = round(time.perf_counter() - t_read, 1)
+    model = build_model("decoder", preset.config, seed)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"{preset.checkpoint}: TinyTransformer, {n_params:,} parameters; corpus: {record['n_files']} files, "
+          f"{record['bytes_train']:,} train + {record['bytes_val']:,} validation bytes (Python "
+          f"{record['python_version']}, sha256 {record['sha256'][:12]}); {steps} steps of {preset.batch_size} x "
+          f"{preset.seq_len} bytes, seed {seed}, torch {torch.__version__}, 1 thread", flush=True)
+    given = argv if argv is not None else sys.argv[1:]
+    command = "python -m tinytf.train " + " ".join(a for a in given if a != "--no-progress")
+    snap_steps = sorted({round(f * steps) for f in preset.snapshot_fractions} - {steps})
+    snap_names = {s: f"{preset.checkpoint}{SNAPSHOT_MARK}{s}" for s in snap_steps}
+    snap_metrics = {}
+    common = {"command": command, "seed": seed, "torch_version": torch.__version__,
+              "python_version": platform.python_version(), "threads": 1, "storage_dtype": "float16",
+              "corpus": record, "tolerance": preset.tolerance,
+              "eval": {"function": "tinytf.textdata.bits_per_byte", "n_windows": preset.report_windows,
+                       "seq_len": preset.seq_len, "windows": "tinytf.textdata.eval_windows: evenly spaced, "
+                                                            "non-overlapping, fixed"}}
+
+    def save(name, step, model, extra):
+        if args.out is None:
+            return None
+        info = dict(common, name=name, step=step, steps=steps, **extra)
+        save_checkpoint(model, args.out / name, info, dtype=torch.float16)
+        loaded = load_checkpoint(args.out / name)  # the recorded numbers come from the stored (float16) weights
+        return loaded
+
+    def on_snapshot(step, model, history):
+        name = snap_names[step]
+        extra = {"description": f"{preset.checkpoint} after {step} of {steps} training steps",
+                 "snapshot_of": preset.checkpoint, "task": {"name": "text", "seq_len": preset.seq_len}}
+        loaded = save(name, step, model, extra)
+        if loaded is not None:
+            metrics = _text_metrics(loaded, corpus, preset)
+            snap_metrics[step] = metrics
+            save(name, step, model, dict(extra, metrics=metrics))
+            tqdm_write(f"snapshot {name}: {metrics}")
+
+    history = train_text(model, corpus, steps, preset.lr, preset.batch_size, preset.seq_len, seed,
+                         progress=not args.no_progress, warmup_steps=preset.warmup_steps,
+                         weight_decay=preset.weight_decay, betas=preset.betas, eval_every=preset.eval_every,
+                         eval_windows=preset.eval_windows, snapshot_steps=snap_steps, on_snapshot=on_snapshot)
+    print(f"trained in {history.seconds:.0f} s; final batch loss {history.final_loss:.4f} nats "
+          f"({history.final_loss / math.log(2):.3f} bits/byte)", flush=True)
+    base = textdata.baselines(corpus.train, corpus.val, preset.report_windows, preset.seq_len)
+    curve = {"steps": [s for s, _ in history.evals],
+             "train_bpb": [_round(m["train_bpb"], 4) for _, m in history.evals],
+             "val_bpb": [_round(m["val_bpb"], 4) for _, m in history.evals],
+             "eval_windows": preset.eval_windows, "seq_len": preset.seq_len,
+             "measured": "during training, float32 weights, bits per byte on eval_windows fixed windows of each split",
+             "batch_loss_bpb": {str(s): _round(v / math.log(2), 4) for s, v in history.curve(36)}}
+    info = {
+        "description": preset.description,
+        "task": {"name": "text", "seq_len": preset.seq_len, "data": "tinytf.textdata.stdlib_corpus()"},
+        "parameters": n_params,
+        "lr": preset.lr, "batch_size": preset.batch_size, "seq_len": preset.seq_len,
+        "optimizer": f"AdamW(betas {preset.betas[0]}/{preset.betas[1]}, weight decay {preset.weight_decay} on "
+                     f"matrices), clip 1.0, {preset.warmup_steps} warm-up steps, then cosine decay to 10% of lr",
+        "train_seconds": round(history.seconds, 1),
+        "curve": curve,
+        "snapshots": {str(s): n for s, n in snap_names.items()},
+        "reproducibility": "one CPU thread; the same command on the same torch build and the same corpus (sha256) "
+                           "gives bit-identical weights; the metrics are recomputed from the stored weights",
+    }
+    if args.out is None:
+        metrics = _text_metrics(model, corpus, preset)
+        print(f"metrics (float32 weights): {metrics}; baselines: {base}")
+        return 0
+    loaded = save(preset.checkpoint, steps, model, info)
+    metrics = _text_metrics(loaded, corpus, preset)
+    metrics["val_bpb_all_windows"] = _round(textdata.bits_per_byte(
+        loaded, corpus.val, (len(corpus.val) - 1) // preset.seq_len, preset.seq_len))
+    info["metrics"] = metrics
+    info["baselines"] = {k: _round(v) for k, v in base.items()}
+    info["baselines_rule"] = ("add-one smoothed unigram / bigram byte models fitted on the train split, scored on "
+                              "the same validation windows (tinytf.textdata.baselines)")
+    info["snapshot_metrics"] = {str(s): m for s, m in snap_metrics.items()}
+    with num_threads(1):
+        info["continuations"] = _continuations(loaded, preset)
+    save(preset.checkpoint, steps, model, info)
+    print(json.dumps({k: info[k] for k in ("metrics", "baselines", "snapshot_metrics", "continuations")}, indent=1))
+    return 0
+
+
+def tqdm_write(msg):
+    try:
+        from tqdm.auto import tqdm
+
+        tqdm.write(msg)
+    except ImportError:  # pragma: no cover
+        print(msg, flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tinytf.train", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", choices=sorted(T.TASKS), required=True)
-    parser.add_argument("--preset", default="tiny", choices=sorted({p for _, p in PRESETS}))
+    parser.add_argument("--task", choices=sorted(T.TASKS) + ["text"], required=True)
+    parser.add_argument("--preset", choices=sorted({p for _, p in PRESETS} | set(TEXT_PRESETS)),
+                        help="tiny (induction, reversal; the default) or small (text; the default)")
     parser.add_argument("--steps", type=int, help="override the preset's number of steps")
     parser.add_argument("--seed", type=int, help="override the preset's seed")
     parser.add_argument("--out", type=Path, help="directory to write <checkpoint>.safetensors + .json into")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     args = parser.parse_args(argv)
-    preset = PRESETS[args.task, args.preset]
+    if args.task == "text":
+        if args.preset is not None and args.preset not in TEXT_PRESETS:
+            parser.error(f"--task text has presets {sorted(TEXT_PRESETS)}, not {args.preset!r}")
+        with num_threads(1):
+            return main_text(args, argv)
+    if (args.task, args.preset or "tiny") not in PRESETS:
+        parser.error(f"--task {args.task} has no preset {args.preset!r}")
+    preset = PRESETS[args.task, args.preset or "tiny"]
     steps = args.steps or preset.steps
     seed = preset.seed if args.seed is None else args.seed
     task = preset.task
