@@ -15,13 +15,20 @@ HF one in exactly those fields.
 """
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import torch
 
 from .config import RopeScaling, TinyConfig
 
-__all__ = ["HFConfigError", "config_from_hf", "from_hf", "hf_state_dict_names", "SUPPORTED_MODEL_TYPES"]
+__all__ = ["HFConfigError", "config_from_hf", "from_hf", "hf_state_dict_names", "SUPPORTED_MODEL_TYPES",
+           "published_config", "PUBLISHED_CONFIGS"]
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+#: names of the published config.json files shipped in tinytf/configs (e.g. "Llama-3-8B", "DeepSeek-V3")
+PUBLISHED_CONFIGS = tuple(sorted(p.stem for p in CONFIG_DIR.glob("*.json")))
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text", "olmo2",
                          "deepseek_v3", "gpt2")
@@ -29,6 +36,13 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mix
 
 class HFConfigError(ValueError):
     """A Hugging Face config (or checkpoint) that tinytf cannot reproduce exactly; the message names the field."""
+
+
+def published_config(name: str) -> dict:
+    """The published config.json of a model (as shipped in tinytf/configs), e.g. published_config("Qwen3-0.6B")."""
+    if name not in PUBLISHED_CONFIGS:
+        raise HFConfigError(f"no shipped config {name!r}; choose one of {', '.join(PUBLISHED_CONFIGS)}")
+    return json.loads((CONFIG_DIR / f"{name}.json").read_text())
 
 
 def _as_dict(config) -> dict:
@@ -147,6 +161,8 @@ def config_from_hf(config, *, ignore=()) -> TinyConfig:
     if mt not in SUPPORTED_MODEL_TYPES:
         raise HFConfigError(f"model_type {mt!r} is not supported by tinytf.config_from_hf; supported: "
                             f"{', '.join(SUPPORTED_MODEL_TYPES)}")
+    if d.get("quantization_config"):
+        r.refuse("quantization_config", "tinytf computes with the float weights; quantised storage rounds them")
     if mt == "gpt2":
         return _gpt2(r)
     if mt == "deepseek_v3":

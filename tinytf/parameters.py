@@ -104,7 +104,8 @@ def _as_config(cfg) -> TinyConfig:
     if isinstance(cfg, dict) and "model_type" in cfg:  # a Hugging Face config.json
         from .hf import config_from_hf
 
-        return config_from_hf(cfg, ignore=("rope_scaling", "rope_parameters"))  # RoPE scaling has no parameters
+        # RoPE scaling and fp8 storage change no parameter count
+        return config_from_hf(cfg, ignore=("rope_scaling", "rope_parameters", "quantization_config"))
     raise TypeError(f"expected a TinyConfig or a Hugging Face config dict, got {type(cfg).__name__}")
 
 
