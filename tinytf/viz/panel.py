@@ -19,7 +19,6 @@ import html
 import ipywidgets as widgets
 import torch
 from IPython import get_ipython
-from IPython.display import clear_output
 
 from .. import seed_everything
 from ..config import TinyConfig
@@ -29,7 +28,7 @@ from ..tokens import encode
 from .attention_map import attention_map
 from .common import spec_only
 from .ffn import ffn_expansion
-from .render import show
+from .render import in_colab, mimebundle
 from .residual import residual_view
 from .stepper import block_stepper
 
@@ -212,9 +211,11 @@ class LivePanel(widgets.VBox):
         self._spec, self._figure = spec, None
         self.message.value = ""
         if get_ipython() is not None:  # outside a kernel there is nothing to draw into
-            with self.out:
-                clear_output(wait=True)
-                show(spec)
+            # Set the Output widget's outputs directly instead of capturing a display (`with self.out:`):
+            # a captured display of this size makes nbclient / nbconvert wait for their timeout after the
+            # cell has finished, so executing the chapter would hang.
+            self.out.outputs = ({"output_type": "display_data", "metadata": {},
+                                 "data": mimebundle(spec, cdn=in_colab())},)
         return spec
 
     def _report(self, text: str):
