@@ -45,6 +45,9 @@ from .mla import LatentAttention, LatentCache  # noqa: E402
 from .attention import WindowLayerCache, sliding_window_mask  # noqa: E402
 from .hf import config_from_hf, from_hf, HFConfigError  # noqa: E402
 from .parameters import active_parameters  # noqa: E402
+from .tracing import FRONTIER_TRACE_NAMES  # noqa: E402
+from .cache_memory import cache_by_layer, cache_bytes_per_token  # noqa: E402
+from .hf import published_config, PUBLISHED_CONFIGS  # noqa: E402
 # Real text (issue #12): the stdlib-docstring corpus, n-gram baselines, nucleus sampling; the text model is
 # tinytf.pretrained("text-4l") (snapshots: tinytf.pretrained.snapshots("text-4l")).
 from . import textdata  # noqa: E402

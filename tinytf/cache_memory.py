@@ -7,6 +7,12 @@ Every layer keeps one key and one value vector per cached position and per key/v
 Grouped-query attention shrinks only ``n_kv_heads``; the query heads are not cached at all.
 ``kv_cache_bytes`` gives the number; ``KVCache.nbytes()`` of a real cache must agree (the chapter
 and tests/test_cache_memory.py check it).
+
+The frontier block changes what one layer keeps (``layer_cache_values``, ``cache_by_layer``):
+
+- a local (sliding-window) layer keeps at most ``sliding_window - 1`` positions, whatever the length;
+- multi-head latent attention (MLA) keeps one latent of ``mla_kv_rank`` values plus the shared RoPE key
+  part of ``mla_rope_dim`` values per position, instead of 2 x n_kv_heads x d_head.
 """
 from __future__ import annotations
 
@@ -17,7 +23,8 @@ import torch
 from .config import TinyConfig
 from .errors import TinyTFInputError
 
-__all__ = ["kv_cache_bytes", "CacheMemory", "cache_memory", "format_bytes", "cache_memory_table"]
+__all__ = ["kv_cache_bytes", "CacheMemory", "cache_memory", "format_bytes", "cache_memory_table",
+           "layer_cache_values", "layer_cache_positions", "cache_by_layer", "cache_bytes_per_token", "LayerCacheMemory"]
 
 
 def _bytes_per_value(dtype) -> int:
@@ -34,10 +41,65 @@ def _positive(name, value):
 
 
 def kv_cache_bytes(cfg: TinyConfig, seq_len: int, batch: int = 1, dtype=torch.float32) -> int:
-    """2 * n_layers * batch * seq_len * n_kv_heads * d_head * bytes per value (the decoder's self-attention cache)."""
+    """2 * n_layers * batch * seq_len * n_kv_heads * d_head * bytes per value (the decoder's self-attention cache).
+    With local layers or MLA: the sum over layers of batch * kept positions * values per position * bytes."""
     _positive("seq_len", seq_len)
     _positive("batch", batch)
-    return 2 * cfg.n_layers * batch * seq_len * cfg.kv_heads * cfg.d_head * _bytes_per_value(dtype)
+    if not (cfg.mla or cfg.sliding_window is not None):
+        return 2 * cfg.n_layers * batch * seq_len * cfg.kv_heads * cfg.d_head * _bytes_per_value(dtype)
+    return sum(m.nbytes for m in cache_by_layer(cfg, seq_len, batch, dtype))
+
+
+def layer_cache_values(cfg: TinyConfig, layer: int = 0) -> int:
+    """Values one position adds to layer ``layer``'s cache: 2 x n_kv_heads x d_head (a key and a value per
+    K/V head), or for MLA mla_kv_rank + mla_rope_dim (the latent and the shared RoPE key part)."""
+    if cfg.mla:
+        return cfg.mla_kv_rank + cfg.mla_rope_dim
+    return 2 * cfg.kv_heads * cfg.d_head
+
+
+def layer_cache_positions(cfg: TinyConfig, layer: int, seq_len: int) -> int:
+    """Positions layer ``layer`` keeps after ``seq_len`` tokens: all of them, or for a local layer the newest
+    sliding_window - 1 (all the next query can read besides itself)."""
+    if cfg.layer_type(layer) == "local":
+        return min(seq_len, cfg.sliding_window - 1)
+    return seq_len
+
+
+@dataclass(frozen=True)
+class LayerCacheMemory:
+    """One layer's cache: kind ('global', 'local' or 'mla'), kept positions, values per position, bytes."""
+
+    layer: int
+    kind: str
+    positions: int
+    values_per_position: int
+    batch: int
+    bytes_per_value: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.batch * self.positions * self.values_per_position * self.bytes_per_value
+
+
+def cache_by_layer(cfg: TinyConfig, seq_len: int, batch: int = 1, dtype=torch.float32) -> list:
+    """A LayerCacheMemory per layer; their nbytes add up to kv_cache_bytes."""
+    _positive("seq_len", seq_len)
+    _positive("batch", batch)
+    b = _bytes_per_value(dtype)
+    return [LayerCacheMemory(i, "mla" if cfg.mla else cfg.layer_type(i), layer_cache_positions(cfg, i, seq_len),
+                             layer_cache_values(cfg, i), batch, b) for i in range(cfg.n_layers)]
+
+
+def cache_bytes_per_token(cfg: TinyConfig, dtype=torch.float32, seq_len: int | None = None) -> int:
+    """Bytes one more position adds to the whole cache (batch 1). Without ``seq_len``: while every layer still
+    grows (short contexts). With ``seq_len``: the position after ``seq_len`` tokens, where a local layer whose
+    window is full adds nothing (it drops its oldest position)."""
+    b = _bytes_per_value(dtype)
+    if seq_len is None:
+        return sum(layer_cache_values(cfg, i) for i in range(cfg.n_layers)) * b
+    _positive("seq_len", seq_len)
+    return kv_cache_bytes(cfg, seq_len + 1, 1, dtype) - kv_cache_bytes(cfg, seq_len, 1, dtype)
 
 
 @dataclass(frozen=True)
@@ -74,6 +136,10 @@ class CacheMemory:
 
 def cache_memory(cfg: TinyConfig, seq_len: int, batch: int = 1, dtype=torch.float32) -> CacheMemory:
     """The formula's factors for ``cfg`` (see ``CacheMemory.formula()``)."""
+    if cfg.mla or cfg.sliding_window is not None:
+        raise TinyTFInputError("cache_memory: the 2 x layers x K/V heads x d_head formula does not hold for a config "
+                               "with MLA (mla_kv_rank) or local layers (sliding_window); use kv_cache_bytes or "
+                               "cache_by_layer")
     _positive("seq_len", seq_len)
     _positive("batch", batch)
     return CacheMemory(cfg.n_layers, batch, seq_len, cfg.kv_heads, cfg.n_heads, cfg.d_head, _bytes_per_value(dtype))

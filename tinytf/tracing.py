@@ -67,6 +67,25 @@ TRACE_NAMES = OrderedDict([
 ])
 
 
+# Names that only the frontier-block options record (kept apart from TRACE_NAMES, whose every entry a core
+# model records). E experts, k experts per token, r_kv MLA latent size, R RoPE part, Dv value head size.
+FRONTIER_TRACE_NAMES = OrderedDict([
+    ("blocks.{i}.attn.q_norm.out", ("[B, H, T, D]", "QK-norm 'head': queries normalised per head ('proj': [B, T, H*D], over all "
+                                                 "heads); MLA with a low-rank query: the query latent [B, T, r_q]")),
+    ("blocks.{i}.attn.k_norm.out", ("[B, H_kv, T, D]", "QK-norm: keys normalised")),
+    ("blocks.{i}.norm1.pre.out", ("[B, T, C]", "sandwich: norm before attention")),
+    ("blocks.{i}.norm1.post.out", ("[B, T, C]", "sandwich: norm on the attention output, before the add")),
+    ("blocks.{i}.norm2.pre.out", ("[B, T, C]", "sandwich: norm before the FFN")),
+    ("blocks.{i}.norm2.post.out", ("[B, T, C]", "sandwich: norm on the FFN output, before the add")),
+    ("blocks.{i}.ffn.router_logits", ("[B, T, E]", "MoE: the router's score of every expert for every token")),
+    ("blocks.{i}.ffn.router_topk", ("[B, T, k]", "MoE: RouterTopK(ids, weights), the chosen experts and their weights")),
+    ("blocks.{i}.ffn.routed", ("[B, T, C]", "MoE: weighted sum of the chosen experts' outputs")),
+    ("blocks.{i}.ffn.shared.*", ("[B, T, F]", "MoE: the shared experts (a gated FFN every token goes through)")),
+    ("blocks.{i}.attn.latent", ("[B, T, r_kv]", "MLA: the normalised K/V latent of the new positions (what is cached)")),
+    ("blocks.{i}.attn.kv_norm.out", ("[B, T, r_kv]", "MLA: = attn.latent")),
+])
+
+
 class Trace(OrderedDict):
     """name -> tensor, in the order the forward pass produced them."""
 
