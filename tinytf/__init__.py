@@ -48,6 +48,7 @@ from .parameters import active_parameters  # noqa: E402
 from .tracing import FRONTIER_TRACE_NAMES  # noqa: E402
 from .cache_memory import cache_by_layer, cache_bytes_per_token  # noqa: E402
 from .hf import published_config, PUBLISHED_CONFIGS  # noqa: E402
+from .review import frontier_review, frontier_review_table  # noqa: E402
 # Real text (issue #12): the stdlib-docstring corpus, n-gram baselines, nucleus sampling; the text model is
 # tinytf.pretrained("text-4l") (snapshots: tinytf.pretrained.snapshots("text-4l")).
 from . import textdata  # noqa: E402

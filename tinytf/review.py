@@ -32,7 +32,8 @@ from dataclasses import dataclass, fields
 from .config import TinyConfig
 from .errors import TinyTFInputError
 
-__all__ = ["Gap", "review", "format_review", "review_table", "block_fields", "PUBLISHED", "GATED_FFNS", "RATIO_RANGE"]
+__all__ = ["Gap", "review", "format_review", "review_table", "block_fields", "PUBLISHED", "GATED_FFNS", "RATIO_RANGE",
+           "FRONTIER", "FRONTIER_CHAPTER", "frontier_review", "frontier_review_table"]
 
 GATED_FFNS = ("swiglu", "geglu")
 #: expansion ratios d_ff / d_model of 2026 gated FFNs: 8/3 (same parameters as a 4x two-matrix MLP) up to
@@ -40,9 +41,9 @@ GATED_FFNS = ("swiglu", "geglu")
 RATIO_RANGE = (2.5, 3.6)
 
 _CHOICES = {
-    "norm": ("rms", "layer"),
-    "norm_position": ("pre", "post"),
-    "ffn": ("swiglu", "geglu", "relu", "gelu"),
+    "norm": ("rms", "layer", "rms_offset"),
+    "norm_position": ("pre", "post", "sandwich", "post_sublayer"),
+    "ffn": ("swiglu", "geglu", "relu", "gelu", "gelu_tanh"),
     "pos": ("rope", "sinusoidal", "learned", "relative", "alibi", "none"),
 }
 _REQUIRED = ("norm", "norm_position", "ffn", "pos", "d_model", "d_ff", "n_heads", "bias")
@@ -82,9 +83,13 @@ class Gap:
 def block_fields(block) -> dict:
     """Normalise a TinyConfig, a dict of block fields or a preset name to a validated dict."""
     if isinstance(block, str):
-        if block not in PUBLISHED:
-            raise TinyTFInputError(f"unknown preset {block!r}; choose one of {', '.join(map(repr, PUBLISHED))}")
-        block = PUBLISHED[block]
+        if block in FRONTIER:
+            block = FRONTIER[block]
+        elif block not in PUBLISHED:
+            raise TinyTFInputError(f"unknown preset {block!r}; choose one of "
+                                   f"{', '.join(map(repr, list(PUBLISHED) + list(FRONTIER)))}")
+        else:
+            block = PUBLISHED[block]
     if isinstance(block, TinyConfig):
         return {f.name: getattr(block, f.name) for f in fields(block)} | {"n_kv_heads": block.kv_heads}
     if not isinstance(block, dict):
@@ -120,12 +125,12 @@ def review(block) -> list:
     An empty list means the block already is a 2026 block."""
     b = block_fields(block)
     gaps = []
-    if b["norm_position"] != "pre":
+    if b["norm_position"] == "post":
         gaps.append(Gap("norm placement", "post-norm: Norm(x + F(x))", "pre-norm: x + F(Norm(x))",
                         "post-norm renormalises the residual stream after every add, so gradients to early layers "
                         "pass through every norm and deep stacks need learning-rate warm-up; pre-norm leaves the "
                         "stream untouched", "chapter 5"))
-    if b["norm"] != "rms":
+    if b["norm"] not in ("rms", "rms_offset"):
         gaps.append(Gap("norm type", "LayerNorm (mean, variance, gamma, beta)", "RMSNorm (root mean square, gamma)",
                         "RMSNorm skips the centring and the beta vector: less work per token, and the scaling it keeps "
                         "is what stabilises training", "chapter 3"))
@@ -134,7 +139,7 @@ def review(block) -> list:
                         "RoPE makes every attention score depend on the relative distance between query and key, "
                         "in every layer; added vectors enter once at the input (a learned table also ends at its "
                         "last trained position)", "chapter 1"))
-    if b["n_kv_heads"] == b["n_heads"]:
+    if b["n_kv_heads"] == b["n_heads"] and b.get("mla_kv_rank") is None:
         gaps.append(Gap("key/value heads", f"{b['n_heads']} query heads, {b['n_kv_heads']} K/V heads (multi-head)",
                         "grouped-query attention: fewer K/V heads than query heads",
                         "the KV cache grows with the number of K/V heads; sharing each K/V head among a group of "
@@ -160,14 +165,15 @@ def review(block) -> list:
     return gaps
 
 
-def format_review(gaps, name: str | None = None) -> str:
-    """Plain-text report: one numbered gap per paragraph (found, expected, why, where)."""
+def format_review(gaps, name: str | None = None, target: str = "2026") -> str:
+    """Plain-text report: one numbered gap per paragraph (found, expected, why, where). ``target`` names the
+    block the gaps are measured from: "2026" (review) or "frontier" (frontier_review)."""
     title = f"Block review: {name}" if name else "Block review"
     if not gaps:
-        return f"{title}\nno gaps: this is a 2026 block ✅"
-    lines = [f"{title}\n{len(gaps)} gap{'s' if len(gaps) != 1 else ''} from the 2026 block"]
+        return f"{title}\nno gaps: this is a {target} block ✅"
+    lines = [f"{title}\n{len(gaps)} gap{'s' if len(gaps) != 1 else ''} from the {target} block"]
     for i, g in enumerate(gaps, 1):
-        lines += [f"{i}. {g.aspect}: {g.found}", f"   2026: {g.expected}", f"   why:  {g.why}",
+        lines += [f"{i}. {g.aspect}: {g.found}", f"   {target}: {g.expected}", f"   why:  {g.why}",
                   f"   see:  {g.chapter}"]
     return "\n".join(lines)
 
@@ -184,4 +190,81 @@ def review_table(blocks: dict) -> str:
         found = {g.aspect for g in review(block)}
         cells = ["GAP" if a in found else "ok" for a in aspects]
         lines.append(f"{name:<{width}}  " + "  ".join(f"{c:>9}" for c in cells) + f"  {len(found):>4}")
+    return "\n".join(lines)
+
+
+# --- the frontier block ------------------------------------------------------------------------------------
+
+#: where the book teaches the frontier-block features
+FRONTIER_CHAPTER = "The frontier block"
+
+
+def _frontier_presets() -> dict:
+    """Frontier models, each built from its published config.json (tinytf/configs) by config_from_hf."""
+    from .hf import config_from_hf, published_config
+
+    names = {"Qwen3-0.6B": "Qwen3 0.6B", "Qwen3-30B-A3B": "Qwen3 30B-A3B", "Gemma-3-1B": "Gemma 3 1B",
+             "OLMo-2-1124-7B": "OLMo 2 7B", "Mixtral-8x7B-v0.1": "Mixtral 8x7B", "DeepSeek-V3": "DeepSeek-V3"}
+    # DeepSeek-V3's YaRN RoPE scaling and fp8 storage change neither the block's design nor its sizes
+    ignore = {"DeepSeek-V3": ("rope_scaling", "quantization_config")}
+    return {label: config_from_hf(published_config(file), ignore=ignore.get(file, ()))
+            for file, label in names.items()}
+
+
+#: Frontier presets (TinyConfig), from the shipped published configs. Kept apart from PUBLISHED, whose
+#: blocks are the 2017 -> 2026 story.
+FRONTIER = _frontier_presets()
+
+
+def frontier_review(block) -> list:
+    """Gaps between ``block`` and the frontier block: QK-norm, a KV cache that does not grow with every
+    layer's K/V heads (MLA or local sliding-window layers), and a sparse (mixture-of-experts) FFN. Each gap
+    has a one-line reason and points at the chapter "The frontier block". A frontier model need not have
+    every feature (Qwen3 0.6B is dense, Mixtral has no QK-norm): the list says what each design leaves out."""
+    b = block_fields(block)
+    gaps = []
+    if b.get("qk_norm", "none") == "none":
+        gaps.append(Gap("QK-norm", "queries and keys enter q . k unnormalised",
+                        "RMSNorm on each query and key head (Qwen3, Gemma 3; OLMo 2 over all heads)",
+                        "q . k grows with the norms of q and k, and a few exploding logits saturate the softmax and "
+                        "destabilise training; normalising q and k bounds the logits", FRONTIER_CHAPTER))
+    if b.get("mla_kv_rank") is None and b.get("sliding_window") is None:
+        gaps.append(Gap("KV cache per layer", f"every layer caches {b['n_kv_heads']} K/V heads for every position",
+                        "a compressed latent (MLA) or local sliding-window layers",
+                        "MLA caches one small latent per position (DeepSeek-V3: 576 values instead of 32,768); "
+                        "local layers cap their cache at the window, only the global ones grow", FRONTIER_CHAPTER))
+    if not b.get("n_experts"):
+        gaps.append(Gap("sparse FFN", "a dense FFN: every token uses every FFN weight",
+                        "a mixture of experts: a router sends each token to k of E expert FFNs",
+                        "parameters grow with E while the work per token grows only with k (Mixtral 8x7B: 46.7B "
+                        "parameters, 12.9B used per token)", FRONTIER_CHAPTER))
+    return gaps
+
+
+def frontier_review_table(blocks: dict) -> str:
+    """One row per block: '-' ok, 'GAP' where the frontier review finds one, and what the block uses."""
+    aspects = ["QK-norm", "KV cache per layer", "sparse FFN"]
+    short = ["qk-norm", "kv cache", "moe"]
+    width = max(len(n) for n in blocks)
+    head = f"{'block':<{width}}  " + "  ".join(f"{s:>8}" for s in short) + "  uses"
+    lines = [head, "-" * len(head)]
+    for name, block in blocks.items():
+        b = block_fields(block)
+        found = {g.aspect for g in frontier_review(block)}
+        uses = []
+        if b.get("qk_norm", "none") != "none":
+            uses.append(f"QK-norm ({b['qk_norm']})")
+        if b.get("mla_kv_rank") is not None:
+            uses.append(f"MLA (latent {b['mla_kv_rank']} + RoPE {b['mla_rope_dim']})")
+        if b.get("sliding_window") is not None:
+            types = b.get("layer_types")
+            local = types.count("local") if types else b.get("n_layers", 0)
+            uses.append(f"window {b['sliding_window']} on {local}/{b.get('n_layers', '?')} layers")
+        if b.get("n_experts"):
+            uses.append(f"MoE {b['experts_per_token']} of {b['n_experts']}"
+                        + (f" + {b['n_shared_experts']} shared" if b.get("n_shared_experts") else ""))
+        if b.get("norm_position") in ("sandwich", "post_sublayer"):
+            uses.append(f"{b['norm_position']} norms")
+        cells = ["GAP" if a in found else "ok" for a in aspects]
+        lines.append(f"{name:<{width}}  " + "  ".join(f"{c:>8}" for c in cells) + "  " + ", ".join(uses))
     return "\n".join(lines)

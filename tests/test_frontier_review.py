@@ -1,0 +1,65 @@
+"""The block reviewer and the frontier block: presets built from the shipped published configs, the new
+fields understood by review(), and frontier_review's gaps with their reasons and chapter."""
+import pytest
+
+import tinytf
+from tinytf.review import (FRONTIER, FRONTIER_CHAPTER, PUBLISHED, format_review, frontier_review,
+                           frontier_review_table, review, review_table)
+
+
+def aspects(gaps):
+    return [g.aspect for g in gaps]
+
+
+def test_presets_come_from_the_shipped_configs():
+    assert set(FRONTIER) == {"Qwen3 0.6B", "Qwen3 30B-A3B", "Gemma 3 1B", "OLMo 2 7B", "Mixtral 8x7B", "DeepSeek-V3"}
+    assert FRONTIER["Qwen3 0.6B"] == tinytf.config_from_hf(tinytf.published_config("Qwen3-0.6B"))
+    assert all(isinstance(c, tinytf.TinyConfig) for c in FRONTIER.values())
+    assert set(PUBLISHED) == {"Transformer-base (2017)", "BERT-base", "GPT-2 small", "T5-base", "Llama 3 8B"}
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("Qwen3 0.6B", ["KV cache per layer", "sparse FFN"]),
+    ("Qwen3 30B-A3B", ["KV cache per layer"]),
+    ("Gemma 3 1B", ["sparse FFN"]),
+    ("OLMo 2 7B", ["KV cache per layer", "sparse FFN"]),
+    ("Mixtral 8x7B", ["QK-norm", "KV cache per layer"]),
+    ("DeepSeek-V3", ["QK-norm"]),
+])
+def test_frontier_gaps(name, expected):
+    gaps = frontier_review(name)
+    assert aspects(gaps) == expected
+    for g in gaps:
+        assert g.chapter == FRONTIER_CHAPTER == "The frontier block"
+        assert g.why and "\n" not in g.why
+
+
+def test_2026_review_understands_the_new_fields():
+    # sandwich / post-sublayer norms keep the stream untouched, Gemma's (1 + w) RMSNorm is an RMSNorm,
+    # and MLA shrinks the cache as GQA does: none of these is a 2026 gap
+    assert aspects(review("Gemma 3 1B")) == ["FFN expansion ratio"]  # 6912 / 1152 = 6
+    assert aspects(review("OLMo 2 7B")) == ["key/value heads"]  # OLMo 2 7B is multi-head
+    assert review("DeepSeek-V3") == [] and review("Mixtral 8x7B") == []
+    base = aspects(review(tinytf.TinyConfig()))
+    assert aspects(review(tinytf.TinyConfig(norm_position="post"))) == ["norm placement"] + base
+    for position in ("sandwich", "post_sublayer"):
+        assert aspects(review(tinytf.TinyConfig(norm_position=position))) == base
+
+
+def test_old_gpt2_and_tinyconfig_reviews_are_unchanged():
+    assert aspects(review("GPT-2 small")) == ["norm type", "positions", "key/value heads", "FFN gating",
+                                               "FFN expansion ratio", "biases"]
+    assert aspects(review(tinytf.TinyConfig())) == ["key/value heads", "FFN expansion ratio"]
+    assert aspects(frontier_review(tinytf.TinyConfig())) == ["QK-norm", "KV cache per layer", "sparse FFN"]
+
+
+def test_reports():
+    text = format_review(frontier_review("Mixtral 8x7B"), "Mixtral 8x7B", target="frontier")
+    assert text.splitlines()[:2] == ["Block review: Mixtral 8x7B", "2 gaps from the frontier block"]
+    assert "   see:  The frontier block" in text
+    assert format_review([], "x", target="frontier").endswith("no gaps: this is a frontier block ✅")
+    assert format_review([], "x").endswith("no gaps: this is a 2026 block ✅")
+    table = frontier_review_table(FRONTIER)
+    assert "MLA (latent 512 + RoPE 64), MoE 8 of 256 + 1 shared" in table
+    assert "window 512 on 22/26 layers" in table
+    assert len(review_table(FRONTIER).splitlines()) == 2 + len(FRONTIER)
