@@ -1,34 +1,54 @@
 # The tinytf book in two commands (see README.md):
 #   make book   build the HTML book into _build/html
-#   make test   run every test: pytest over tests/ (build, browser, static checks)
-#               and nbval, which re-executes every chapter notebook and compares outputs
-# Both create .venv with python3.11 when it is missing and install requirements.txt
-# (torch pinned to the CPU wheel) and tinytf (pip install -e .). The install runs again
-# only when requirements.txt or pyproject.toml change (a stamp keyed on their content).
+#   make test   run every test: pytest over tests/ (build, browser, static checks) and nbval, which
+#               re-executes every chapter notebook and compares outputs; then nbval once more under
+#               another CPU kernel selection (what another machine computes)
+# Both create .venv with python3.11 when it is missing and install requirements.lock (exact versions;
+# torch pinned to the CPU wheel) and tinytf (pip install -e .). The install runs again only when
+# requirements.lock or pyproject.toml change (a stamp keyed on their content).
+#
+# Maintenance:
+#   make lock      re-resolve requirements.txt into requirements.lock (then: make execute, make test)
+#   make execute   re-execute every chapter in place (deterministic; CHAPTERS=chapters/05_*.ipynb for some)
 
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
-DEPS_HASH := $(shell cat requirements.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
+DEPS_HASH := $(shell cat requirements.lock pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.tinytf-installed-$(DEPS_HASH)
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
+# Another CPU rounds the last bits differently. These select torch's portable kernels and MKL's
+# reproducible code path, so the second nbval run sees other last bits, as on another machine.
+OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
 PYTEST_ARGS ?=
+CHAPTERS ?=
 
-.PHONY: book test env report clean
+.PHONY: book test test-other-kernels env execute lock report clean
 
 book: $(STAMP)
 	$(BIN)/python scripts/build_book.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests chapters $(NBVAL) $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-other-kernels
+
+test-other-kernels: $(STAMP)
+	@echo "nbval again under $(OTHER_KERNELS)"
+	$(OTHER_KERNELS) $(BIN)/python -m pytest chapters $(NBVAL) -p no:cacheprovider
 
 env: $(STAMP)
 
+execute: $(STAMP)
+	$(BIN)/python scripts/execute_chapters.py $(CHAPTERS)
+
+lock:
+	PYTHON=$(PYTHON) bash scripts/lock.sh
+
 $(STAMP):
 	@test -x $(BIN)/python || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
-	$(PIP) install -q -r requirements.txt
-	$(PIP) install -q -e .
+	$(PIP) install -q -r requirements.lock
+	$(PIP) install -q --no-deps -e .
 	@rm -f $(VENV)/.tinytf-installed-*
 	@touch $@
 

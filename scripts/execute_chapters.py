@@ -31,6 +31,7 @@ def execute(path: Path, cell_timeout: int = 300, chapter_timeout: int = 600) -> 
 
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=False,
+                            store_widget_state=False, record_timing=False,  # a live panel's state is hundreds of KB and useless offline
                             resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
     error: list = []

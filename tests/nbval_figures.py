@@ -70,7 +70,8 @@ def split(obj, numbers: Numbers, path: str = ""):
             values = _decode_typed_array(obj)
             numbers.add(path, values.tolist())
             return {"typed-array": obj["dtype"], "shape": obj.get("shape"), "n": int(values.size)}
-        return {k: split(v, numbers, f"{path}.{k}") for k, v in obj.items()}
+        # sorted: a notebook file stores keys sorted, a fresh output in insertion order
+        return {k: split(obj[k], numbers, f"{path}.{k}") for k in sorted(obj)}
     if isinstance(obj, list):
         floats = [v for v in obj if _is_float(v)]
         if floats:
