@@ -20,6 +20,27 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name.replace('/', '__')}.png"), full_page=True)
 
 
+# Text of the page outside code, typeset math and scripts that still looks like TeX: a command or a
+# $$ that MathJax did not take, or the remains of "\\text" after "\\t" became a tab ("ext{").
+STRAY_TEX_JS = r"""() => {
+  const skip = 'code, pre, mjx-container, script, style, .highlight, textarea';
+  const walker = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT);
+  const bad = [];
+  const tex = /\\(?:text|frac|cdot|sqrt|mathrm|left|right|begin|end|times|sum)\b|\$\$|(?:^|[^\w])ext\{/;
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement && n.parentElement.closest(skip)) continue;
+    const m = n.textContent.match(tex);
+    if (m) bad.push(n.textContent.trim().slice(0, 80));
+  }
+  // the TeX that MathJax typeset: a control character in it is an escape gone wrong ("\t" of "\text")
+  const items = (window.MathJax && MathJax.startup && MathJax.startup.document)
+    ? Array.from(MathJax.startup.document.math) : [];
+  const broken = items.map(m => String(m.math)).filter(t => /[\x00-\x08\x0b-\x1f]/.test(t))
+    .map(t => 'control character in formula: ' + JSON.stringify(t.slice(0, 60)));
+  return bad.concat(broken).slice(0, 5);
+}"""
+
+
 @pytest.mark.parametrize("docname", DOCS)
 def test_page_in_browser(book_server, browser, docname):
     page, console_errors, remote_requests = open_page(browser, f"{docname}.html")
@@ -53,6 +74,9 @@ def test_page_in_browser(book_server, browser, docname):
                 "span.math, div.math", "els => els.filter(e => !e.querySelector('mjx-container')).length")
             assert untypeset == 0, f"{untypeset} formulas were not typeset"
             assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+            # a formula that typesets but shows TeX as text ("ext{bytes}" from a tab where \\t was meant)
+            stray = page.evaluate(STRAY_TEX_JS)
+            assert not stray, f"TeX shown as text on the page: {stray}"
 
         # 5. matplotlib animations play (to_jshtml): press Play, the frame changes
         for i in range(page.locator("div.animation").count()):

@@ -101,8 +101,41 @@ def test_widget_views_are_never_rendered_and_no_widget_manager_is_loaded():
 
 
 def test_requirements_pin_the_cpu_torch():
-    lines = [l.strip() for l in (ROOT / "requirements.txt").read_text().splitlines()]
-    assert "torch==2.13.0" in lines, "torch must stay pinned (a loose torch pulls a multi-GB CUDA build)"
+    for name in ("requirements.txt", "requirements.lock"):
+        lines = [l.strip() for l in (ROOT / name).read_text().splitlines()]
+        assert "torch==2.13.0" in lines, f"{name}: torch must stay pinned (a loose torch pulls a multi-GB CUDA build)"
+
+
+def _requirement_name(line: str) -> str:
+    return re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_the_lock_pins_every_package_exactly_and_covers_the_top_level():
+    """requirements.lock (scripts/lock.sh) is what make, CI and Binder install: every line name==version,
+    and every package of requirements.txt is in it (a package added to requirements.txt without `make lock`
+    would otherwise go unpinned)."""
+    lock = [l.strip() for l in (ROOT / "requirements.lock").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    loose = [l for l in lock if not re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", l)]
+    assert not loose, f"requirements.lock lines that are not exact pins: {loose}"
+    pinned = {_requirement_name(l) for l in lock}
+    top = [l for l in (ROOT / "requirements.txt").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    missing = [l for l in top if _requirement_name(l) not in pinned]
+    assert not missing, f"in requirements.txt but not in requirements.lock (run `make lock`): {missing}"
+
+
+def test_make_ci_and_binder_install_the_lock():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "install -q -r requirements.lock" in makefile and "--no-deps -e ." in makefile
+    binder = (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+    assert "-r ../requirements.lock" in binder
+    assert (ROOT / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+def test_make_test_runs_nbval_under_a_second_kernel_selection():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE" in makefile
+    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "test-other-kernels" in recipe
 
 
 def test_ci_runs_the_readme_test_command():
@@ -124,6 +157,19 @@ def test_book_builds_with_warnings_as_errors(book_html):
     if log.is_file():
         text = log.read_text(encoding="utf-8")
         assert "WARNING" not in text, text[-3000:]
+
+
+def test_no_page_shows_a_path_of_the_build_machine(book_html):
+    """An absolute path (a default value in the API page, a traceback, a warning) says nothing to a reader and
+    differs on every machine."""
+    needles = {str(ROOT), "PosixPath(", "/site-packages/", "/root/", "/home/"}
+    bad = []
+    for page in sorted(book_html.rglob("*.html")):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        bad += [f"{page.relative_to(book_html)}: {n}" for n in needles if n in text]
+    assert not bad, bad
 
 
 def test_every_toc_page_was_built(book_html):

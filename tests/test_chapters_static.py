@@ -185,3 +185,33 @@ def test_notebook_is_seeded(name):
     nb = load(name)
     source = "\n".join(c.source for c in code_cells(nb))
     assert "seed_everything(" in source, f"{name}: call tinytf.seed_everything(0) before anything random"
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # every control character except newline (\n)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_markdown_holds_no_control_characters(name):
+    """A tab or backspace in a markdown cell is almost always a Python escape gone wrong: "\\text" written
+    through a string that turned "\\t" into a tab renders as "ext{bytes}" in the formula."""
+    nb = load(name)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            hit = CONTROL.search(cell.source)
+            assert not hit, (f"{name} cell {i}: control character {hit.group(0)!r} in "
+                             f"{cell.source[max(0, hit.start() - 40): hit.end() + 40]!r}")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_printed_floats_carry_no_float32_noise(name):
+    """Numbers at float32 rounding level (a few 1e-7) change from one CPU to another: the chapters print
+    them as the bound they satisfy (tinytf.below), never their digits."""
+    nb = load(name)
+    noise = re.compile(r"(?<![\w.])\d\.\d+e-0[6-9]\b|(?<![\w.])\d\.\d+e-[1-9]\d\b|\b0\.0{5,}\d")
+    for i, cell in enumerate(code_cells(nb)):
+        if "nbval-ignore-output" in cell.metadata.get("tags", []):
+            continue
+        for mime, text in output_texts(cell):
+            if mime in ("stream", "text/plain"):
+                hit = noise.search(text)
+                assert not hit, f"{name} code cell {i}: prints {hit.group(0)!r}, a float32-noise-level number"
