@@ -37,6 +37,15 @@ FAMILIES = {
                         topk_group=2, num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
                         first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=8,
                         qk_nope_head_dim=16, v_head_dim=12, routed_scaling_factor=2.5),
+    "deepseek_v3_yarn": dict(SMALL, model_type="deepseek_v3", num_hidden_layers=2, num_key_value_heads=4,
+                             n_routed_experts=8, n_group=2, topk_group=1, num_experts_per_tok=2, n_shared_experts=1,
+                             moe_intermediate_size=32, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=24,
+                             qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=12, routed_scaling_factor=2.5,
+                             rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=40.0, beta_fast=32,
+                                                  beta_slow=1, mscale=1.0, mscale_all_dim=1.0,
+                                                  original_max_position_embeddings=4)),
+    "qwen3_yarn": dict(SMALL, model_type="qwen3", head_dim=32, rope_parameters=dict(
+        rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=8)),
     "deepseek_v3_full_rank_q": dict(SMALL, model_type="deepseek_v3", num_key_value_heads=4, n_routed_experts=4,
                                     n_group=1, topk_group=1, num_experts_per_tok=2, n_shared_experts=2,
                                     moe_intermediate_size=32, first_k_dense_replace=0, kv_lora_rank=16,
@@ -128,9 +137,11 @@ def test_unsupported_model_type_and_fields_raise():
     with pytest.raises(tinytf.HFConfigError, match="model_type 'bert'"):
         tinytf.config_from_hf({"model_type": "bert"})
     base = dict(transformers.AutoConfig.for_model("llama", **SMALL).to_dict())
-    with pytest.raises(tinytf.HFConfigError, match="rope_scaling.*yarn|rope_parameters.*yarn"):
+    with pytest.raises(tinytf.HFConfigError, match="rope_scaling.*longrope"):
         tinytf.config_from_hf(dict(base, rope_parameters=None, rope_theta=1e4,
-                                   rope_scaling={"rope_type": "yarn", "factor": 4.0}))
+                                   rope_scaling={"rope_type": "longrope", "factor": 4.0}))
+    with pytest.raises(tinytf.HFConfigError, match="quantization_config"):
+        tinytf.config_from_hf(dict(base, quantization_config={"quant_method": "fp8"}))
     with pytest.raises(tinytf.HFConfigError, match="attention_bias"):
         tinytf.config_from_hf(dict(base, attention_bias=True))
     with pytest.raises(tinytf.HFConfigError, match="hidden_act"):

@@ -20,19 +20,27 @@ QK_NORMS = ("none", "head", "proj")  # head: RMSNorm per head (Qwen3, Gemma 3); 
 LAYER_TYPES = ("global", "local")  # global: full causal attention; local: sliding window
 ROPE_PAIRINGS = ("half", "interleaved")  # half: (x_i, x_{i+D/2}) as HF; interleaved: (x_2i, x_2i+1) as RoFormer
 ROUTERS = ("softmax", "softmax_renorm", "sigmoid", "sigmoid_renorm")
-ROPE_SCALINGS = ("linear", "llama3")
+ROPE_SCALINGS = ("linear", "llama3", "yarn")
 
 
 @dataclass(frozen=True)
 class RopeScaling:
     """RoPE frequency scaling of the global layers. ``linear``: every frequency / factor (positions
-    interpolated). ``llama3`` (Llama 3.1+): long wavelengths / factor, short ones kept, a smooth ramp between."""
+    interpolated). ``llama3`` (Llama 3.1+): long wavelengths / factor, short ones kept, a smooth ramp between.
+    ``yarn`` (DeepSeek-V3, Qwen): the same idea with the ramp set by rotation counts (beta_fast, beta_slow),
+    plus an attention factor on cos/sin (and, with mscale_all_dim, on MLA's softmax scale)."""
 
     kind: str
     factor: float
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_max_seq_len: int = 8192
+    beta_fast: float = 32.0  # yarn only, from here on
+    beta_slow: float = 1.0
+    mscale: Optional[float] = None
+    mscale_all_dim: Optional[float] = None
+    attention_factor: Optional[float] = None
+    truncate: bool = True
 
     def __post_init__(self):
         if self.kind not in ROPE_SCALINGS:

@@ -8,8 +8,8 @@ deepseek_v3, gpt2. Both the published ``config.json`` layout (``rope_theta`` / `
 layout that transformers 5 writes (``rope_parameters``) are read.
 
 Nothing is silently dropped: a ``model_type`` tinytf does not know, or a field whose value changes the math
-and that tinytf does not implement (e.g. YaRN ``rope_scaling``, biases where the family has none, sliding
-windows on Qwen), raises :class:`HFConfigError` naming the field. ``ignore=("rope_scaling",)`` accepts such
+and that tinytf does not implement (e.g. ``rope_scaling`` of type "dynamic" or "longrope", biases where the
+family has none, sliding windows on Qwen, fp8 ``quantization_config``), raises :class:`HFConfigError` naming the field. ``ignore=("rope_scaling",)`` accepts such
 fields on purpose (e.g. to count parameters, which they do not change); the model then differs from the
 HF one in exactly those fields.
 """
@@ -105,8 +105,17 @@ class _Reader:
             return float(theta), RopeScaling("llama3", float(scaling["factor"]), float(scaling["low_freq_factor"]),
                                              float(scaling["high_freq_factor"]),
                                              int(scaling["original_max_position_embeddings"]))
+        if kind == "yarn":
+            orig = scaling.get("original_max_position_embeddings") or self.need("max_position_embeddings")
+            factor = scaling.get("factor") or self.need("max_position_embeddings") / orig
+            opt = {k: (float(scaling[k]) if scaling.get(k) is not None else None)
+                   for k in ("mscale", "mscale_all_dim", "attention_factor")}
+            return float(theta), RopeScaling("yarn", float(factor), original_max_seq_len=int(orig),
+                                             beta_fast=float(scaling.get("beta_fast") or 32),
+                                             beta_slow=float(scaling.get("beta_slow") or 1),
+                                             truncate=bool(scaling.get("truncate", True)), **opt)
         key = "rope_scaling" if "rope_scaling" in self.d else "rope_parameters"
-        self.refuse(key, f"rope type {kind!r}: tinytf implements 'default', 'linear' and 'llama3'")
+        self.refuse(key, f"rope type {kind!r}: tinytf implements 'default', 'linear', 'llama3' and 'yarn'")
         return float(theta), None
 
     def activation(self, key, allowed=("silu",)):
@@ -245,9 +254,16 @@ def _deepseek_v3(r: _Reader) -> TinyConfig:
         r.refuse("moe_layer_freq", "tinytf puts an MoE FFN in every layer past n_dense_layers")
     rope_dim, nope = r.need("qk_rope_head_dim"), r.need("qk_nope_head_dim")
     theta, scaling = r.rope()
-    if scaling is not None:
-        r.refuse("rope_scaling", "RoPE scaling with MLA")
+    attn_scale = None
+    if scaling is not None and scaling.kind != "yarn":
+        key = "rope_scaling" if "rope_scaling" in r.d else "rope_parameters"
+        r.refuse(key, f"RoPE scaling {scaling.kind!r} with MLA (DeepSeek-V3 uses 'yarn')")
+    if scaling is not None and scaling.mscale_all_dim:  # YaRN also rescales MLA's softmax (as transformers does)
+        from .positions import yarn_mscale
+
+        attn_scale = (nope + rope_dim) ** -0.5 * yarn_mscale(scaling.factor, scaling.mscale_all_dim) ** 2
     return TinyConfig(
+        rope_scaling=scaling, attn_scale=attn_scale,
         vocab_size=r.need("vocab_size"), d_model=r.need("hidden_size"), n_layers=r.need("num_hidden_layers"),
         n_heads=n_heads, d_ff=r.need("intermediate_size"), norm="rms", norm_position="pre", ffn="swiglu",
         pos="rope", max_seq_len=r.get("max_position_embeddings", 4096), bias=False,

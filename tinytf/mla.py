@@ -7,7 +7,7 @@ vector per position, so the KV cache stores that latent instead of H keys and H 
     k = [k_nope, k_pe],  q = [q_nope, RoPE(q_pe)] with q from x (optionally through a rank r_q latent too)
 
 RoPE would not commute with the up-projection, so only a decoupled R-dimensional part of each query and
-key head is rotated. The module follows Hugging Face's DeepseekV3Attention (without YaRN).
+key head is rotated. The module follows Hugging Face's DeepseekV3Attention (YaRN's softmax rescaling arrives as cfg.attn_scale).
 """
 from __future__ import annotations
 

@@ -114,6 +114,8 @@ def scaled_inv_freq(d: int, theta: float, scaling=None) -> torch.Tensor:
         return inv_freq
     if scaling.kind == "linear":
         return inv_freq / scaling.factor
+    if scaling.kind == "yarn":
+        return _yarn_inv_freq(inv_freq, d, theta, scaling)
     old = scaling.original_max_seq_len
     wavelen = 2 * math.pi / inv_freq
     low_wavelen, high_wavelen = old / scaling.low_freq_factor, old / scaling.high_freq_factor
@@ -122,6 +124,38 @@ def scaled_inv_freq(d: int, theta: float, scaling=None) -> torch.Tensor:
     smoothed = (1 - smooth) * out / scaling.factor + smooth * out
     medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
     return torch.where(medium, smoothed, out)
+
+
+def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def rope_attention_factor(scaling) -> float:
+    """YaRN multiplies cos and sin by this factor (1 for every other scaling), as transformers does."""
+    if scaling is None or scaling.kind != "yarn":
+        return 1.0
+    if scaling.attention_factor is not None:
+        return float(scaling.attention_factor)
+    if scaling.mscale and scaling.mscale_all_dim:
+        return yarn_mscale(scaling.factor, scaling.mscale) / yarn_mscale(scaling.factor, scaling.mscale_all_dim)
+    return yarn_mscale(scaling.factor)
+
+
+def _yarn_inv_freq(inv_freq, d: int, theta: float, s) -> torch.Tensor:
+    """YaRN: frequencies that turn fewer than beta_slow times over the original context are interpolated
+    (divided by the factor), those turning more than beta_fast times are kept, a linear ramp in between."""
+    def correction_dim(rotations):
+        return d * math.log(s.original_max_seq_len / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = correction_dim(s.beta_fast), correction_dim(s.beta_slow)
+    if s.truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(d // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+    keep = 1 - ramp  # 1: extrapolate (keep the frequency), 0: interpolate
+    return inv_freq / s.factor * (1 - keep) + inv_freq * keep
 
 
 class ScaledRoPE(RoPE):
@@ -134,6 +168,7 @@ class ScaledRoPE(RoPE):
         super().__init__(d_head, theta)
         self.scaling, self.pairing = scaling, pairing
         self.register_buffer("inv_freq", scaled_inv_freq(d_head, theta, scaling), persistent=False)
+        self.attention_factor = rope_attention_factor(scaling)  # YaRN scales cos and sin; 1.0 otherwise
         self.turn = self.turn_interleaved if pairing == "interleaved" else self.turn_half
 
     def turn_half(self, x, cos, sin):  # cos, sin: [T, D/2]
@@ -147,7 +182,8 @@ class ScaledRoPE(RoPE):
     def rotate(self, x, offset: int = 0):  # x: [B, H, T, D]
         positions = torch.arange(offset, offset + x.shape[-2], device=x.device, dtype=torch.float32)
         angles = positions[:, None] * self.inv_freq.to(x.device)[None, :]  # [T, D/2]
-        return self.turn(x, angles.cos().to(x.dtype), angles.sin().to(x.dtype))
+        cos, sin = angles.cos() * self.attention_factor, angles.sin() * self.attention_factor
+        return self.turn(x, cos.to(x.dtype), sin.to(x.dtype))
 
 
 class NoRotary(nn.Module):

@@ -205,8 +205,8 @@ def _frontier_presets() -> dict:
 
     names = {"Qwen3-0.6B": "Qwen3 0.6B", "Qwen3-30B-A3B": "Qwen3 30B-A3B", "Gemma-3-1B": "Gemma 3 1B",
              "OLMo-2-1124-7B": "OLMo 2 7B", "Mixtral-8x7B-v0.1": "Mixtral 8x7B", "DeepSeek-V3": "DeepSeek-V3"}
-    # DeepSeek-V3's YaRN RoPE scaling and fp8 storage change neither the block's design nor its sizes
-    ignore = {"DeepSeek-V3": ("rope_scaling", "quantization_config")}
+    # DeepSeek-V3's fp8 storage changes neither the block's design nor its sizes
+    ignore = {"DeepSeek-V3": ("quantization_config",)}
     return {label: config_from_hf(published_config(file), ignore=ignore.get(file, ()))
             for file, label in names.items()}
 
