@@ -55,7 +55,7 @@ BAD = [
     (dict(layer_types=("local", "near"), sliding_window=4), "layer_types"),
     (dict(layer_types=("local", "global")), "sliding_window"),
     (dict(rope_theta_local=-1.0), "rope_theta_local"),
-    (dict(rope_scaling=dict(kind="yarn", factor=4.0)), "rope_scaling"),
+    (dict(rope_scaling=dict(kind="dynamic", factor=4.0)), "rope_scaling"),
     (dict(rope_scaling=dict(kind="linear", factor=0)), "rope_scaling.factor"),
     (dict(rope_scaling="llama3"), "rope_scaling"),
     (dict(scale_embeddings="yes"), "scale_embeddings"),
