@@ -166,3 +166,34 @@ def test_checkpoint_mismatch_names_the_tensor():
     sd = dict(hf.state_dict(), **{"model.layers.0.extra.weight": torch.zeros(3)})
     with pytest.raises(tinytf.HFConfigError, match="model.layers.0.extra.weight"):
         tinytf.from_hf(sd, cfg.to_dict())
+
+
+@pytest.mark.parametrize("name,prefix,parts", [
+    ("mixtral", "block_sparse_moe", ("w1", "w3", "w2")),  # the published Mixtral files
+    ("qwen3_moe", "mlp", ("gate_proj", "up_proj", "down_proj")),
+    ("deepseek_v3", "mlp", ("gate_proj", "up_proj", "down_proj")),
+])
+def test_published_per_expert_names_load_too(name, prefix, parts, one_torch_thread):
+    """The published MoE checkpoints store one tensor per expert (experts.{j}.w1 ...); transformers 5 stacks
+    them. from_hf takes either."""
+    hf, cfg = hf_model(name)
+    sd = {}
+    for key, t in hf.state_dict().items():
+        if key.endswith("mlp.experts.gate_up_proj"):
+            base = key[: -len("mlp.experts.gate_up_proj")] + prefix + ".experts."
+            gate, up = t.chunk(2, dim=1)
+            for j in range(t.shape[0]):
+                sd[f"{base}{j}.{parts[0]}.weight"], sd[f"{base}{j}.{parts[1]}.weight"] = gate[j], up[j]
+        elif key.endswith("mlp.experts.down_proj"):
+            base = key[: -len("mlp.experts.down_proj")] + prefix + ".experts."
+            for j in range(t.shape[0]):
+                sd[f"{base}{j}.{parts[2]}.weight"] = t[j]
+        elif key.endswith("mlp.gate.weight") and prefix != "mlp":
+            sd[key.replace("mlp.gate", prefix + ".gate")] = t
+        else:
+            sd[key] = t
+    assert not any("gate_up_proj" in k for k in sd)
+    tiny = tinytf.from_hf(sd, cfg.to_dict())
+    x = ids()
+    with torch.no_grad():
+        assert (tiny(x) - hf(x).logits).abs().max() < 1e-4

@@ -121,6 +121,7 @@ class MoE(nn.Module):
         self.experts = Experts(cfg)
         self.shared = (GATED[cfg.ffn](cfg.d_model, cfg.n_shared_experts * cfg.expert_width, bias=False)
                        if cfg.n_shared_experts else None)
+        self.combine = _routed_only if self.shared is None else self._plus_shared  # chosen here, not in forward
         self.hook_router_logits, self.hook_router_topk, self.hook_routed, self.hook_out = Hook(), Hook(), Hook(), Hook()
         for p in (self.router.weight, self.experts.gate, self.experts.up, self.experts.down):
             nn.init.normal_(p, 0.0, 0.02)
@@ -132,5 +133,11 @@ class MoE(nn.Module):
         ids, weights = self.router(logits.view(B * T, -1))  # [N, k] each
         chosen = self.hook_router_topk(RouterTopK(ids.view(B, T, -1), weights.view(B, T, -1)))
         routed = self.experts(h, chosen.ids.reshape(B * T, -1), chosen.weights.reshape(B * T, -1)).view(B, T, C)
-        routed = self.hook_routed(routed)
-        return self.hook_out(routed if self.shared is None else routed + self.shared(x))
+        return self.hook_out(self.combine(self.hook_routed(routed), x))
+
+    def _plus_shared(self, routed, x):  # DeepSeek: the shared experts see every token, unweighted
+        return routed + self.shared(x)
+
+
+def _routed_only(routed, x):
+    return routed
