@@ -54,3 +54,4 @@ from .review import frontier_review, frontier_review_table  # noqa: E402
 from . import textdata  # noqa: E402
 from .generation import top_p_filter, top_k_filter, next_token_probs  # noqa: E402
 from .textdata import bits_per_byte, unigram_bits_per_byte, bigram_bits_per_byte  # noqa: E402
+from . import exercises  # noqa: E402  (the book's implement-and-check exercises: tinytf.exercises.check)

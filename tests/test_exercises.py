@@ -1,0 +1,169 @@
+"""tinytf.exercises: every checker passes the reference solution and catches typical wrong answers,
+with a report that names what differs; checking leaves the caller's random state alone."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import tinytf
+from tinytf import exercises as E
+
+
+@pytest.mark.parametrize("name", list(E.EXERCISES))
+def test_reference_solution_passes(name):
+    result = E.check(name, E.REFERENCE[name])
+    assert result.passed, result.report()
+    assert result.report().startswith(f"{name}: passed: ")
+    if name != "parameter_count":
+        assert "max error < 1e-05" in result.report()  # a bound, never float32 digits
+
+
+@pytest.mark.parametrize("name", list(E.EXERCISES))
+def test_stub_is_not_attempted(name):
+    def stub(*args):
+        raise NotImplementedError
+
+    result = E.check(name, stub)
+    assert result.status == "not attempted" and not result
+    assert "NotImplementedError" in result.report()
+
+
+@pytest.mark.parametrize("name", list(E.EXERCISES))
+def test_exception_is_reported_not_raised(name):
+    def broken(*args):
+        raise ValueError("oops")
+
+    result = E.check(name, broken)
+    assert result.status == "failed" and "ValueError: oops" in result.report()
+
+
+def test_wrong_shape_is_named():
+    result = E.check("rope", lambda x: x[..., :16])
+    assert not result and "shape [1, 4, 7, 16], expected [1, 4, 7, 32]" in result.report()
+
+
+def test_identity_rope_fails_everywhere_but_position_0():
+    report = E.check("rope", lambda x: x).report()
+    assert "failed" in report
+    assert "positions that differ: [1, 2, 3, 4, 5, 6]; positions that match: [0]" in report
+
+
+def test_adjacent_pair_rope_fails():
+    def adjacent(x):  # RoFormer's layout, applied to tinytf's half-split queries: a different rotation
+        D, T = x.shape[-1], x.shape[-2]
+        ang = torch.arange(T)[:, None] * 10000.0 ** (-torch.arange(0, D, 2) / D)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        out = torch.stack((x1 * ang.cos() - x2 * ang.sin(), x1 * ang.sin() + x2 * ang.cos()), -1)
+        return out.flatten(-2)
+
+    assert not E.check("rope", adjacent)
+
+
+def test_attention_without_mask_fails_at_all_but_last_position():
+    def no_mask(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1) @ v
+
+    report = E.check("causal_attention", no_mask).report()
+    assert "failed" in report and "positions that match: [8]" in report
+
+
+def test_attention_without_scaling_fails():
+    def unscaled(q, k, v):
+        T = q.shape[-2]
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        return torch.softmax((q @ k.transpose(-2, -1)).masked_fill(~mask, float("-inf")), -1) @ v
+
+    result = E.check("causal_attention", unscaled)
+    assert not result and "position 0 " not in result.details[-1]  # position 0 reads only itself: equal
+
+
+def test_layernorm_is_not_rmsnorm():
+    assert not E.check("rmsnorm", lambda x, w, eps: (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True) * w)
+    assert not E.check("rmsnorm", lambda x, w, eps: x / x.pow(2).mean(-1, keepdim=True).add(eps).sqrt())  # no gamma
+
+
+def test_swiglu_mistakes():
+    silu = torch.nn.functional.silu
+    assert not E.check("swiglu", lambda x, g, u, d: (silu(x @ u.T) * (x @ g.T)) @ d.T)  # gate and up swapped
+    assert not E.check("swiglu", lambda x, g, u, d: (torch.relu(x @ g.T) * (x @ u.T)) @ d.T)
+    assert not E.check("swiglu", lambda x, g, u, d: (silu(x @ g) * (x @ u)) @ d)  # shapes do not even fit
+
+
+def test_block_wiring_mistakes():
+    assert not E.check("pre_norm_block", E.REFERENCE["post_norm_block"])
+    assert not E.check("post_norm_block", E.REFERENCE["pre_norm_block"])
+
+    def no_second_residual(x, block):
+        u = x + block.attn(block.norm1(x))
+        return block.ffn(block.norm2(u))
+
+    assert not E.check("pre_norm_block", no_second_residual)
+
+
+def test_parameter_count_names_the_configs_that_differ():
+    def no_gqa_no_tying(c):
+        return 2 * c.vocab_size * c.d_model + c.n_layers * (4 * c.d_model ** 2 + 3 * c.d_model * c.d_ff + 2 * c.d_model) + c.d_model
+
+    result = E.check("parameter_count", no_gqa_no_tying)
+    report = result.report()
+    assert not result and "3 of 5 counts differ" in report
+    assert "TinyConfig(n_kv_heads=2): yours 590,464, tinytf 557,696" in report
+    assert "right for: TinyConfig(), TinyConfig(n_layers=4, d_model=64, d_ff=256)" in report
+    assert not E.check("parameter_count", lambda c: "many")
+    assert E.check("parameter_count", lambda c: float(E.REFERENCE["parameter_count"](c)))  # 8.0e9 as a float is fine
+
+
+def test_cross_attention_with_a_mask_fails():
+    def masked(x, memory, attn):
+        B, T, _ = x.shape
+        H, D = attn.n_heads, attn.d_head
+        heads = lambda t: t.view(B, t.shape[1], H, D).transpose(1, 2)
+        q, k, v = heads(attn.q_proj(x)), heads(attn.k_proj(memory)), heads(attn.v_proj(memory))
+        s = q @ k.transpose(-2, -1) / math.sqrt(D)
+        s = s.masked_fill(~torch.ones(T, k.shape[2], dtype=torch.bool).tril(), float("-inf"))
+        return attn.o_proj((torch.softmax(s, -1) @ v).transpose(1, 2).reshape(B, T, H * D))
+
+    assert not E.check("cross_attention", masked)
+
+
+def test_gqa_with_the_wrong_grouping_names_the_heads():
+    def tiled(q, k, v):  # repeat instead of repeat_interleave: query head 1 gets K/V head 1, not 0
+        return E.REFERENCE["causal_attention"](q, k.repeat(1, 2, 1, 1), v.repeat(1, 2, 1, 1))
+
+    report = E.check("grouped_query_attention", tiled).report()
+    assert "heads that differ: [1, 2]; heads that match: [0, 3]" in report
+
+
+def test_kv_cache_step_that_forgets_the_past_fails():
+    def only_new(q, k_past, v_past, k_new, v_new):
+        return v_new.expand_as(q)
+
+    assert not E.check("kv_cache_step", only_new)
+
+
+def test_nan_and_wrong_type_are_reported():
+    assert "NaN" in E.check("rmsnorm", lambda x, w, e: x * float("nan")).report()
+    assert "returned NoneType" in E.check("rmsnorm", lambda x, w, e: None).report()
+    assert "expected a function" in E.check("rmsnorm", 3).report()
+
+
+def test_check_does_not_touch_the_callers_random_state():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    E.check("rope", E.REFERENCE["rope"])
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_unknown_exercise_and_describe():
+    with pytest.raises(KeyError, match="no exercise 'nope'"):
+        E.check("nope", lambda: None)
+    for name in E.EXERCISES:
+        assert E.describe(name).startswith(E.EXERCISES[name].signature)
+
+
+def test_every_chapter_1_to_10_has_an_exercise():
+    assert sorted({e.chapter for e in E.EXERCISES.values()}) == list(range(1, 11))
+    assert tinytf.exercises is E
