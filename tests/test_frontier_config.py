@@ -187,3 +187,18 @@ def test_llama3_rope_scaling_matches_transformers():
     inv_freq, _ = ROPE_INIT_FUNCTIONS["llama3"](hf_cfg, "cpu")
     ours = scaled_inv_freq(128, 500000.0, RopeScaling("llama3", 8.0, 1.0, 4.0, 8192))
     torch.testing.assert_close(ours, inv_freq.float(), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("name", ["sandwich gemma", "moe shared dense", "mla", "qk-norm proj", "local/global"])
+def test_frontier_models_pickle_and_deepcopy(name):
+    import copy
+    import io
+
+    cfg = TinyConfig(d_model=64, n_heads=4, d_ff=96, **OPTIONS[name])
+    model = tinytf.TinyTransformer(cfg).eval()
+    x = torch.randint(0, 256, (1, 6))
+    buf = io.BytesIO()
+    torch.save(model, buf)
+    buf.seek(0)
+    assert torch.equal(torch.load(buf, weights_only=False)(x), model(x))
+    assert torch.equal(copy.deepcopy(model)(x), model(x))

@@ -89,6 +89,10 @@ def make_router(cfg: TinyConfig) -> nn.Module:
     return (SoftmaxRouter if kind == "softmax" else SigmoidRouter)(cfg, renorm == "renorm")
 
 
+def _gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
 class Experts(nn.Module):
     """E gated FFNs stored as stacked weights: gate, up [E, F, C] and down [E, C, F]."""
 
@@ -98,7 +102,7 @@ class Experts(nn.Module):
         self.gate = nn.Parameter(torch.empty(E, F_, C))
         self.up = nn.Parameter(torch.empty(E, F_, C))
         self.down = nn.Parameter(torch.empty(E, C, F_))
-        self.act = F.silu if cfg.ffn == "swiglu" else (lambda x: F.gelu(x, approximate="tanh"))
+        self.act = F.silu if cfg.ffn == "swiglu" else _gelu_tanh
 
     def forward(self, h, ids, weights):  # h: [N, C], ids / weights: [N, k] -> [N, C]
         out = torch.zeros_like(h)
