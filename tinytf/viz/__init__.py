@@ -41,3 +41,10 @@ __all__ = [
     "shape_chain", "format_shape_chain", "measure_mixing", "live_panel",
     "block_stages", "Stage", "Panel", "MIXING_STAGES",
 ]
+
+# The frontier block (chapter "The frontier block"): sliding windows, cache against context, router, QK-norm logits.
+from .frontier import (cache_context_figure, expert_load, gradient_reach, logit_growth,  # noqa: E402
+                       logit_growth_figure, router_figure, sliding_window_figure, window_masks)
+
+__all__ += ["sliding_window_figure", "window_masks", "gradient_reach", "cache_context_figure", "expert_load",
+            "router_figure", "logit_growth", "logit_growth_figure"]

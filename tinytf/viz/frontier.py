@@ -1,0 +1,353 @@
+"""Figures of the frontier block (chapter "The frontier block"). Every number drawn is read from a real
+tinytf forward pass (its trace), from autograd on that pass, from a real training run, or from
+``tinytf.kv_cache_bytes``; nothing of the model's math is repeated here.
+
+    window_masks(model, ids)                    per layer: which keys each query reads (from the trace)
+    gradient_reach(model, ids)                  per layer: which input positions reach each query (autograd)
+    sliding_window_figure(cfg_or_model, T)      animated over query positions: local/global masks + reach
+    cache_context_figure(configs, lengths)      KV-cache bytes against context length (log-log)
+    expert_load(model, ids)                     tokens per expert, per MoE layer (from router_topk)
+    router_figure(model, ids, layer=0)          animated over the tokens: router scores, the k experts chosen
+    logit_growth(cfg, steps, lr, seed)          train briefly, record max |attention logit| every few steps
+    logit_growth_figure(runs)                   the recorded curves, one line per variant and seed
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from ..cache_memory import format_bytes, kv_cache_bytes
+from ..config import TinyConfig
+from ..errors import TinyTFInputError
+from ..tokens import encode, token_labels
+from .common import FONT, MASK_GREY, OKABE_ITO, SEQUENTIAL, arr
+
+__all__ = ["window_masks", "gradient_reach", "sliding_window_figure", "cache_context_figure", "expert_load",
+           "router_figure", "logit_growth", "logit_growth_figure", "load_logit_growth", "LOGIT_GROWTH_FILE"]
+
+LOGIT_GROWTH_FILE = Path(__file__).resolve().parents[1] / "checkpoints" / "qk_norm_logits.json"
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _buttons(frame_ms: int):
+    return dict(type="buttons", showactive=False, direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
+                pad=dict(t=60), font=dict(size=12),
+                buttons=[dict(label="▶ play", method="animate",
+                              args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
+                                               transition=dict(duration=0), mode="immediate")]),
+                         dict(label="❚❚ pause", method="animate",
+                              args=[[None], dict(mode="immediate", frame=dict(duration=0, redraw=False),
+                                                 transition=dict(duration=0))])])
+
+
+def _slider(names, labels, prefix):
+    return dict(active=0, currentvalue=dict(prefix=prefix, font=dict(size=12)), pad=dict(t=50), x=0.2, len=0.8,
+                y=0, yanchor="top",
+                steps=[dict(label=lab, method="animate",
+                            args=[[n], dict(mode="immediate", frame=dict(duration=0, redraw=True),
+                                            transition=dict(duration=0))]) for n, lab in zip(names, labels)])
+
+
+def _model_and_ids(model_or_cfg, T, ids):
+    from ..models import TinyTransformer
+
+    if isinstance(model_or_cfg, TinyConfig):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model = TinyTransformer(model_or_cfg)
+    elif isinstance(model_or_cfg, TinyTransformer):
+        model = model_or_cfg
+    else:
+        raise TinyTFInputError(f"expected a TinyConfig or a TinyTransformer, got {type(model_or_cfg).__name__}")
+    if ids is None:
+        if T is None or T < 1:
+            raise TinyTFInputError(f"T: expected a positive number of positions, got {T!r}")
+        ids = encode((_LETTERS * (T // 26 + 1))[:T], model.config.vocab_size)
+    ids = torch.as_tensor(ids)
+    return model.eval(), (ids if ids.dim() == 1 else ids[0])
+
+
+# ---------------------------------------------------------------------------------------- sliding window
+
+
+@torch.no_grad()
+def window_masks(model, ids) -> list:
+    """One bool array [T, T] per layer: True where the query (row) may read the key (column), read from the
+    trace (``blocks.{i}.attn.masked_scores`` is -inf where the layer's mask forbids; the same in every head)."""
+    _, trace = model.run_with_trace(ids, names=["blocks.*.attn.masked_scores"])
+    out = []
+    for i in range(model.config.n_layers):
+        blocked = np.isneginf(arr(trace[f"blocks.{i}.attn.masked_scores"])[0])  # [H, T, S]
+        if not (blocked == blocked[0]).all():
+            raise AssertionError("the mask differs between heads")
+        out.append(~blocked[0])
+    return out
+
+
+def gradient_reach(model, ids) -> np.ndarray:
+    """bool [n_layers, T, T]: reach[l, q, j] is True when the stream leaving layer l at position q depends on
+    the input at position j, measured with autograd (a non-zero gradient of that stream w.r.t. ``embed``)."""
+    names = ["embed"] + [f"blocks.{i}.resid_post" for i in range(model.config.n_layers)]
+    _, trace = model.run_with_trace(ids, names=names, detach=False)
+    embed = trace["embed"]
+    L, T = model.config.n_layers, embed.shape[1]
+    reach = np.zeros((L, T, T), dtype=bool)
+    for i in range(L):
+        out = trace[f"blocks.{i}.resid_post"][0]
+        for q in range(T):
+            (g,) = torch.autograd.grad(out[q].sum(), embed, retain_graph=True)
+            reach[i, q] = (g[0].abs().sum(-1) > 0).numpy()
+    return reach
+
+
+def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms: int = 900):
+    """Animated over query positions: each layer's mask (read from the trace; the current query's row outlined)
+    and, on the right, which input positions have reached that query after each layer (autograd).
+    ``model_or_cfg``: a TinyTransformer, or a TinyConfig (a model is built with seed 0)."""
+    model, ids = _model_and_ids(model_or_cfg, T, ids)
+    cfg = model.config
+    masks = window_masks(model, ids)
+    reach = gradient_reach(model, ids)
+    L, T = len(masks), len(ids)
+    labels = [f"{p}: {t}" for p, t in enumerate(token_labels(ids))]
+    kinds = [cfg.layer_type(i) for i in range(L)]
+    titles = [f"layer {i}: {k}" + (f" (window {cfg.sliding_window})" if k == "local" else "")
+              for i, k in enumerate(kinds)] + ["reached after each layer"]
+    fig = make_subplots(rows=1, cols=L + 1, subplot_titles=titles, horizontal_spacing=0.04,
+                        column_widths=[1.0] * L + [1.15])
+    scale = [[0, "white"], [1, OKABE_ITO[0]]]
+    for i, m in enumerate(masks):
+        fig.add_trace(go.Heatmap(z=m.astype(int), x=list(range(T)), y=list(range(T)), colorscale=scale, zmin=0,
+                                 zmax=1, showscale=False, xgap=1, ygap=1, name=f"layer {i} mask",
+                                 hovertemplate=f"layer {i}: query %{{y}} reads key %{{x}}: %{{z}}<extra></extra>"),
+                      row=1, col=i + 1)
+    reach_scale = [[0, "white"], [1, OKABE_ITO[2]]]
+
+    def reach_trace(q):
+        return go.Heatmap(z=reach[:, q, :].astype(int), x=list(range(T)), y=[f"after {i}" for i in range(L)],
+                          colorscale=reach_scale, zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
+                          name="reach", hovertemplate="%{y}: input %{x} reaches the query: %{z}<extra></extra>")
+
+    fig.add_trace(reach_trace(0), row=1, col=L + 1)
+
+    def shapes(q):
+        out = []
+        for i in range(L):
+            ax = "" if i == 0 else str(i + 1)
+            out.append(dict(type="rect", xref=f"x{ax}", yref=f"y{ax}", x0=-0.5, x1=T - 0.5, y0=q - 0.5, y1=q + 0.5,
+                            line=dict(color=OKABE_ITO[5], width=2.5)))
+        ax = str(L + 1)
+        out.append(dict(type="rect", xref=f"x{ax}", yref=f"y{ax}", x0=q - 0.5, x1=q + 0.5, y0=-0.5, y1=L - 0.5,
+                        line=dict(color=OKABE_ITO[5], width=2.5)))
+        return out
+
+    def title(q):
+        reads = "; ".join(f"layer {i} reads keys {int(np.flatnonzero(m[q]).min())}..{int(np.flatnonzero(m[q]).max())}"
+                          for i, m in enumerate(masks))
+        return (f"query position {q} ({labels[q]}): {reads}<br>after layer {L - 1} it has been reached by "
+                f"{int(reach[-1, q].sum())} of the {q + 1} positions 0..{q}")
+
+    names = [str(q) for q in range(T)]
+    fig.frames = [go.Frame(name=n, data=[reach_trace(q)], traces=[L], layout=dict(shapes=shapes(q),
+                                                                                  title=dict(text=title(q))))
+                  for q, n in zip(range(T), names)]
+    fig.update_layout(template="plotly_white", font=FONT, height=440, shapes=shapes(0),
+                      title=dict(text=title(0), font=dict(size=13), x=0.01, xanchor="left"),
+                      margin=dict(l=50, r=20, t=100, b=120), sliders=[_slider(names, names, "query position ")],
+                      updatemenus=[_buttons(frame_ms)])
+    for i in range(L):
+        fig.update_yaxes(autorange="reversed", title="query" if i == 0 else None, row=1, col=i + 1, dtick=2)
+        fig.update_xaxes(title="key", row=1, col=i + 1, dtick=2)
+    fig.update_yaxes(autorange="reversed", row=1, col=L + 1)
+    fig.update_xaxes(title="input position", row=1, col=L + 1, dtick=2)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- cache vs context
+
+
+def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batch: int = 1):
+    """KV-cache bytes (``tinytf.kv_cache_bytes``) of each config against the context length, log-log."""
+    if not configs:
+        raise TinyTFInputError("cache_context_figure: no configs")
+    lengths = list(lengths) if lengths is not None else [2 ** k for k in range(7, 18)]
+    fig = go.Figure()
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+    for j, (name, cfg) in enumerate(configs.items()):
+        gib = [kv_cache_bytes(cfg, T, batch, dtype) / 2 ** 30 for T in lengths]
+        text = [format_bytes(kv_cache_bytes(cfg, T, batch, dtype)) for T in lengths]
+        fig.add_trace(go.Scatter(x=lengths, y=gib, mode="lines+markers", name=name, text=text,
+                                 line=dict(color=OKABE_ITO[j % len(OKABE_ITO)], dash=dashes[j % len(dashes)]),
+                                 hovertemplate=f"{name}<br>%{{x:,}} tokens: %{{text}}<extra></extra>"))
+    fig.update_layout(template="plotly_white", font=FONT, height=430, margin=dict(l=70, r=20, t=60, b=60),
+                      title=dict(text=f"KV cache of one sequence ({torch.empty((), dtype=dtype).element_size()} "
+                                      "bytes per value) against context length", font=dict(size=14)),
+                      legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.8)"))
+    fig.update_xaxes(type="log", title="context length (tokens)")
+    fig.update_yaxes(type="log", title="KV cache (GiB)")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- mixture of experts
+
+
+@torch.no_grad()
+def expert_load(model, ids) -> dict:
+    """{layer: int array [n_experts]}: how many (token, slot) choices each expert received, per MoE layer,
+    counted from the trace's ``blocks.{i}.ffn.router_topk``."""
+    _, trace = model.run_with_trace(ids, names=["blocks.*.ffn.router_topk"])
+    E = model.config.n_experts
+    out = {}
+    for i in range(model.config.n_layers):
+        name = f"blocks.{i}.ffn.router_topk"
+        if name in trace:
+            out[i] = np.bincount(trace[name].ids.reshape(-1).numpy(), minlength=E)
+    if not out:
+        raise TinyTFInputError("expert_load: the model has no mixture-of-experts layer (n_experts = 0)")
+    return out
+
+
+@torch.no_grad()
+def router_figure(model, ids, layer: int = 0, frame_ms: int = 1500):
+    """Animated over the tokens of ``ids`` (one frame each): the router's score for every expert (bars,
+    from ``router_logits``), the k experts it chose with their weights (from ``router_topk``) and, below,
+    how many tokens each expert has received so far."""
+    if isinstance(ids, str):
+        ids = encode(ids, model.config.vocab_size)
+    ids = torch.as_tensor(ids)
+    ids = ids if ids.dim() == 1 else ids[0]
+    name = f"blocks.{layer}.ffn."
+    _, trace = model.eval().run_with_trace(ids, names=[name + "router_logits", name + "router_topk"])
+    if name + "router_topk" not in trace:
+        raise TinyTFInputError(f"layer {layer} has no mixture-of-experts FFN")
+    logits = arr(trace[name + "router_logits"])[0]  # [T, E]
+    chosen = trace[name + "router_topk"]
+    ids_k, w_k = chosen.ids[0].numpy(), arr(chosen.weights)[0]  # [T, k]
+    T, E = logits.shape
+    experts = [f"expert {e}" for e in range(E)]
+    labels = token_labels(ids)
+    lo, hi = float(logits.min()), float(logits.max())
+    pad = 0.15 * (hi - lo or 1.0)
+
+    def traces(t):
+        picked = {int(e): float(w) for e, w in zip(ids_k[t], w_k[t])}
+        colours = [OKABE_ITO[5] if e in picked else "#b8b8b8" for e in range(E)]
+        text = [f"w = {picked[e]:.3f}" if e in picked else "" for e in range(E)]
+        load = np.bincount(ids_k[: t + 1].reshape(-1), minlength=E)
+        return [go.Bar(x=experts, y=logits[t], marker=dict(color=colours), text=text, textposition="outside",
+                       name="router score", hovertemplate="%{x}: score %{y:.4f}<extra></extra>"),
+                go.Bar(x=experts, y=load, marker=dict(color=OKABE_ITO[0]), name="tokens so far",
+                       hovertemplate="%{x}: %{y} tokens so far<extra></extra>")]
+
+    def title(t):
+        picks = ", ".join(f"expert {int(e)} (weight {float(w):.3f})" for e, w in zip(ids_k[t], w_k[t]))
+        return f"token {t} '{labels[t]}' goes to {picks}"
+
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.62, 0.38], vertical_spacing=0.16,
+                        subplot_titles=(f"layer {layer}: router score of every expert (the chosen {ids_k.shape[1]} "
+                                        "in orange, with their weights)", "tokens routed to each expert so far"))
+    for j, tr in enumerate(traces(0)):
+        fig.add_trace(tr, row=j + 1, col=1)
+    names = [str(t) for t in range(T)]
+    fig.frames = [go.Frame(name=n, data=traces(t), traces=[0, 1], layout=dict(title=dict(text=title(t))))
+                  for t, n in zip(range(T), names)]
+    fig.update_layout(template="plotly_white", font=FONT, height=520, showlegend=False,
+                      title=dict(text=title(0), font=dict(size=13), x=0.01, xanchor="left"),
+                      margin=dict(l=60, r=20, t=90, b=120),
+                      sliders=[_slider(names, [f"{t}: {labels[t]}" for t in range(T)], "token ")],
+                      updatemenus=[_buttons(frame_ms)])
+    fig.update_yaxes(range=[min(lo - pad, 0), hi + pad], title="score", row=1, col=1)
+    fig.update_yaxes(range=[0, T + 0.5], dtick=1, title="tokens", row=2, col=1)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- QK-norm
+
+
+def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int = 0, every: int = 10,
+                 batch_size: int = 32, task=None) -> dict:
+    """Train a TinyTransformer(cfg) (seed ``seed``) on the induction task with AdamW at a constant, high
+    learning rate (no warm-up, no clipping, no weight decay) and record, every ``every`` steps, the largest
+    |attention logit| (``blocks.*.attn.scores``) on a fixed probe batch, and the training loss.
+    Returns {"steps": [...], "max_logit": [...], "loss": [...]} (loss at the recorded steps; step 0: None)."""
+    from ..models import TinyTransformer
+    from ..tasks import InductionTask
+    from ..train import decoder_loss, num_threads
+
+    task = task or InductionTask(min_length=4, max_length=12)
+    with num_threads(1), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = TinyTransformer(cfg)
+        data = torch.Generator().manual_seed(seed)
+        probe = task.batch(16, torch.Generator().manual_seed(10_000), length=task.max_length)[0]
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
+        rec = {"steps": [], "max_logit": [], "loss": []}
+        loss = None
+        for step in range(steps + 1):
+            if step % every == 0 or step == steps:
+                model.eval()
+                with torch.no_grad():
+                    _, tr = model.run_with_trace(probe, names=["blocks.*.attn.scores"])
+                rec["steps"].append(step)
+                rec["max_logit"].append(max(float(t.abs().max()) for t in tr.values()))
+                rec["loss"].append(None if loss is None else float(loss.detach()))
+                model.train()
+            if step == steps:
+                break
+            loss, _ = decoder_loss(model, task.batch(batch_size, data))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    return rec
+
+
+def load_logit_growth(path=None) -> dict:
+    """The recorded QK-norm runs (written by ``python -m tinytf.viz.frontier``)."""
+    return json.loads(Path(path or LOGIT_GROWTH_FILE).read_text())
+
+
+def logit_growth_figure(runs: dict):
+    """runs: {variant: [record per seed]} (records from ``logit_growth``): max |attention logit| per step."""
+    fig = go.Figure()
+    for j, (variant, recs) in enumerate(runs.items()):
+        for s, rec in enumerate(recs):
+            fig.add_trace(go.Scatter(x=rec["steps"], y=rec["max_logit"], mode="lines+markers",
+                                     name=variant, legendgroup=variant, showlegend=s == 0,
+                                     line=dict(color=OKABE_ITO[[5, 0][j % 2]], dash=["solid", "dash", "dot"][s % 3]),
+                                     marker=dict(size=5),
+                                     hovertemplate=f"{variant}, seed {s}<br>step %{{x}}: max |logit| %{{y:.1f}}"
+                                                   "<extra></extra>"))
+    fig.update_layout(template="plotly_white", font=FONT, height=400, margin=dict(l=70, r=20, t=60, b=60),
+                      title=dict(text="largest |attention logit| (q·k scaled) on a fixed batch during training",
+                                 font=dict(size=14)), legend=dict(x=0.01, y=0.99))
+    fig.update_xaxes(title="training step")
+    fig.update_yaxes(title="max |logit|", rangemode="tozero")
+    return fig
+
+
+LOGIT_GROWTH_SETTINGS = dict(base=dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, d_ff=192, max_seq_len=64),
+                             steps=150, lr=1e-2, every=10, seeds=[0, 1, 2])
+
+
+def main() -> int:  # python -m tinytf.viz.frontier: re-record tinytf/checkpoints/qk_norm_logits.json
+    s = LOGIT_GROWTH_SETTINGS
+    runs = {}
+    for variant, qk in (("plain", "none"), ("QK-norm", "head")):
+        cfg = TinyConfig(**s["base"], qk_norm=qk)
+        runs[variant] = [logit_growth(cfg, s["steps"], s["lr"], seed, s["every"]) for seed in s["seeds"]]
+        print(variant, [round(r["max_logit"][-1], 1) for r in runs[variant]], flush=True)
+    out = dict(command="python -m tinytf.viz.frontier", torch=torch.__version__, settings=s,
+               task="induction, repeat length 4..12, batch 32", optimizer="AdamW(0.9, 0.95), constant lr, "
+               "no warm-up, no clipping, no weight decay", runs=runs)
+    LOGIT_GROWTH_FILE.write_text(json.dumps(out, indent=1) + "\n")
+    print("wrote", LOGIT_GROWTH_FILE)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
