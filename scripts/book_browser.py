@@ -136,3 +136,103 @@ def settle(page, timeout_ms: int = 30_000) -> None:
         page.wait_for_timeout(200)  # one more layout pass
     except PlaywrightTimeoutError:
         pass
+
+
+# ------------------------------------------------------------------ layout / accessibility audit
+# Used by tests/test_a11y_book.py (every page at 375, 768 and 1280 px, light and dark).
+
+def set_mode(page, mode: str) -> None:
+    """Switch the theme's colour mode as the reader's button does (pydata-sphinx-theme keeps it
+    in localStorage and on <html data-theme>); figures redraw through their MutationObserver."""
+    page.evaluate("""(mode) => { localStorage.setItem('mode', mode); localStorage.setItem('theme', mode);
+        document.documentElement.dataset.mode = mode; document.documentElement.dataset.theme = mode; }""", mode)
+    page.wait_for_timeout(50)
+    settle(page)
+
+
+# Every check returns a list of human-readable problems (empty = fine).
+AUDIT_JS = r"""(minSubplot) => {
+  const problems = [];
+  const doc = document.documentElement;
+  if (doc.scrollWidth > window.innerWidth + 1) {
+    // name the widest element that sticks out, to help whoever fixes it
+    let worst = null, right = window.innerWidth;
+    for (const el of document.querySelectorAll('body *')) {
+      const r = el.getBoundingClientRect();
+      if (r.width && r.right > right + 1 && !el.closest('.bd-sidebar-primary, .bd-sidebar-secondary')) {
+        right = r.right; worst = el;
+      }
+    }
+    problems.push(`page scrolls sideways: ${doc.scrollWidth} px wide in a ${window.innerWidth} px window` +
+      (worst ? ` (${worst.tagName.toLowerCase()}.${[...worst.classList].join('.')}: "${(worst.textContent || '').trim().slice(0, 60)}")` : ''));
+  }
+  const luminance = (rgb) => {
+    const c = rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  const parse = (s) => { const m = (s || '').match(/rgba?\(([^)]+)\)/); if (!m) return null;
+    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const pageBg = (() => { for (let el = document.querySelector('main') || document.body; el; el = el.parentElement) {
+      const c = parse(getComputedStyle(el).backgroundColor); if (c && c[3] > 0.5) return c; } return [255, 255, 255, 1]; })();
+  const blend = (fg, bg) => [0, 1, 2].map(i => fg[i] * fg[3] + bg[i] * (1 - fg[3]));
+  const ratio = (a, b) => { const la = luminance(a), lb = luminance(b); return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05); };
+  document.querySelectorAll('.plotly-graph-div').forEach((gd, gi) => {
+    if (!gd.querySelector('svg.main-svg')) { problems.push(`figure ${gi}: not drawn`); return; }
+    const name = `figure ${gi} (${(gd.closest('.tinytf-figwrap')?.querySelector('.tinytf-figtitle')?.textContent || gd.id).slice(0, 50)})`;
+    const box = gd.getBoundingClientRect();
+    const paper = parse(gd._fullLayout.paper_bgcolor) || [255, 255, 255, 0];
+    const bg = blend(paper, pageBg);
+    const texts = [];
+    gd.querySelectorAll('svg text').forEach(t => {
+      if (t.closest('.hoverlayer, .modebar, defs')) return;
+      const s = (t.textContent || '').trim();
+      if (!s) return;
+      const r = t.getBoundingClientRect();
+      if (!r.width || !r.height) return;
+      const cs = getComputedStyle(t);
+      if (cs.visibility === 'hidden' || cs.display === 'none' || Number(cs.opacity) === 0) return;
+      let hidden = false;
+      for (let p = t; p && p !== gd; p = p.parentElement) {
+        const ps = getComputedStyle(p);
+        if (ps.display === 'none' || Number(ps.opacity) === 0 || ps.visibility === 'hidden') { hidden = true; break; }
+      }
+      if (hidden) return;
+      texts.push({ s, r, t });
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
+        problems.push(`${name}: text "${s.slice(0, 40)}" leaves the figure (${Math.round(r.left - box.left)}..${Math.round(r.right - box.left)} of ${Math.round(box.width)} px wide, ${Math.round(r.top - box.top)}..${Math.round(r.bottom - box.top)} of ${Math.round(box.height)} px high)`);
+      }
+      const fill = parse(cs.fill);
+      if (fill) {
+        const fo = Number(cs.fillOpacity || 1) * fill[3];
+        const c = blend([fill[0], fill[1], fill[2], fo], bg);
+        const cr = ratio(c, bg);
+        // text drawn on a heatmap cell or a bar is not on the page background: skip text inside the plot area
+        if (cr < 4.5 && !t.closest('.heatmaplayer, .barlayer .bartext-inside')) {
+          problems.push(`${name}: text "${s.slice(0, 40)}" has contrast ${cr.toFixed(2)}:1`);
+        }
+      }
+    });
+    let overlaps = 0;
+    for (let i = 0; i < texts.length; i++) {
+      for (let j = i + 1; j < texts.length; j++) {
+        const a = texts[i].r, b = texts[j].r;
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 1.5 && h > 1.5 && !texts[i].t.contains(texts[j].t) && !texts[j].t.contains(texts[i].t)) {
+          if (overlaps++ < 3) problems.push(`${name}: "${texts[i].s.slice(0, 30)}" overlaps "${texts[j].s.slice(0, 30)}"`);
+        }
+      }
+    }
+    if (overlaps > 3) problems.push(`${name}: ${overlaps} overlapping text pairs in all`);
+    const used = new Set((gd._fullData || []).filter(t => t.visible === true).map(t => (t.xaxis || 'x') + (t.yaxis || 'y')));
+    Object.entries(gd._fullLayout._plots || {}).forEach(([id, p]) => {
+      if (!used.has(id)) return;
+      if (p.xaxis._length < minSubplot) problems.push(`${name}: subplot ${id} is ${Math.round(p.xaxis._length)} px wide`);
+    });
+  });
+  return problems;
+}"""
+
+
+def audit(page, min_subplot: int = 120) -> list[str]:
+    return page.evaluate(AUDIT_JS, min_subplot)

@@ -1,8 +1,13 @@
 """Sphinx extension (loaded through _config.yml -> sphinx.local_extensions) that keeps the
 HTML book self-contained:
 
-* copies ``plotly.min.js`` from the installed ``plotly`` package into ``_static/`` of the
-  build (it is not committed: 4.8 MB), and adds it only to pages that draw a plotly figure;
+* copies plotly.js into ``_static/plotly.min.js`` of the build and adds it only to pages that draw
+  a plotly figure. The file is plotly.js's "cartesian" partial bundle from npm
+  (``node_modules/plotly.js-cartesian-dist-min``, ``npm ci`` installs it from package-lock.json:
+  1.5 MB with every trace type the book draws: heatmap, scatter, bar), which must be the same
+  plotly.js version as the one the ``plotly`` Python package ships; without ``node_modules`` the
+  build falls back to that package's full bundle (4.8 MB; tests/test_a11y_book.py's page-weight
+  check then fails);
 * copies the MathJax 3 files needed by ``tex-chtml.js`` from the ``sphinx-mathjax-offline``
   package into ``_static/mathjax/`` (``mathjax_path`` in _config.yml points there);
 * renders the ``application/vnd.plotly.v1+json`` part of a figure output as nothing, without
@@ -32,9 +37,25 @@ MATHJAX_KEEP = ("tex-chtml.js", "input", "output/chtml.js", "output/chtml", "ui"
 REMOTE_ASSET = re.compile(r"""<(?:script|link)\b[^>]*\b(?:src|href)=["'](?:https?:)?//""", re.I)
 
 
-def plotly_js_source() -> Path:
-    import plotly
+ROOT = Path(__file__).resolve().parents[1]
+PARTIAL_BUNDLE = ROOT / "node_modules" / "plotly.js-cartesian-dist-min"
 
+
+def plotly_js_source() -> Path:
+    """The plotly.js the book serves: the partial bundle when npm installed it, else plotly's full one."""
+    import json
+
+    import plotly
+    from plotly.offline import get_plotlyjs_version
+
+    partial = PARTIAL_BUNDLE / "plotly-cartesian.min.js"
+    if partial.is_file():
+        version = json.loads((PARTIAL_BUNDLE / "package.json").read_text(encoding="utf-8"))["version"]
+        if version != get_plotlyjs_version():
+            raise ExtensionError(
+                f"book_offline: {PARTIAL_BUNDLE.name} {version} differs from the plotly.js "
+                f"{get_plotlyjs_version()} of the plotly Python package: set it in package.json and run npm install")
+        return partial
     path = Path(plotly.__file__).parent / "package_data" / PLOTLY_JS
     if not path.is_file():
         raise ExtensionError(f"book_offline: {path} not found; is plotly installed?")

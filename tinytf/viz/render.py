@@ -3,7 +3,9 @@
 ``show(fig)`` puts one output in the notebook with three parts:
 
 * ``text/html``: a ``<div>`` plus a small inline script that draws the figure with
-  ``window.Plotly``. It never loads anything from another host. The book page loads its
+  ``window.Plotly`` (in the HTML book through ``window.tinytfFigures.draw`` from the book's
+  ``_static/tinytf-figures.js``, which adds an HTML caption, keyboard controls, a text
+  alternative, the page's light / dark colours and a layout for the reader's screen width). It never loads anything from another host. The book page loads its
   local ``_static/plotly.min.js`` (the infra's job); the script waits up to 10 s for it
   (the page may load it after the outputs) and otherwise replaces the div by a short note.
   In classic Jupyter (notebook < 7) run ``tinytf.viz.init_notebook()`` once: it puts the
@@ -195,7 +197,8 @@ def _html_for(spec: dict, spec_json: str, div_id: str, cdn: bool) -> str:
         "    var el = document.getElementById(id);\n"
         "    if (!el) { return; }\n"
         "    var P = window.Plotly || window._Plotly;\n"
-        "    if (P) { P.newPlot(el, fig); return; }\n"
+        "    var T = window.tinytfFigures;\n"
+        "    if (P) { if (T) { T.draw(el, fig); } else { P.newPlot(el, fig); } return; }\n"
         "    if (++tries < 100) { setTimeout(draw, 100); return; }\n"
         f'    el.style.height = "auto"; el.innerHTML = "<p class=\\"tinytf-noplotly\\">{_NO_PLOTLY_NOTE}</p>";\n'
         "  }\n"

@@ -1,0 +1,721 @@
+// tinytf book: how the static book draws the figures of tinytf.viz.show (served locally, no network).
+//
+// The inline script of each figure output calls window.tinytfFigures.draw(div, fig) when this
+// file is on the page (the HTML book), and plain Plotly.newPlot otherwise (classic Jupyter). Here:
+//
+// * the title moves out of the SVG into an HTML caption above the figure, which wraps on any
+//   screen (a plotly title never wraps); an animated figure's caption follows its frame;
+// * the figure reflows to the width it gets: when a subplot would be narrower than MIN_SUBPLOT px,
+//   the subplots stack into one column (each keeps its pixel height), annotations and colour bars
+//   move with their subplot, legends go below the plot, long axis and subplot titles wrap;
+// * the colours follow the page's light / dark mode (transparent backgrounds, text, grid and line
+//   colours from the theme's CSS variables), redrawn with Plotly.react when the reader switches;
+// * an animated figure gets HTML controls bound to plotly's animation (a Play/Pause button,
+//   previous / next buttons and a range input: Tab reaches them, Space / Enter press them, the
+//   arrow keys step), in place of plotly's SVG slider and buttons, which a keyboard cannot reach;
+// * every figure has a text alternative: role="figure", named by its caption and described by a
+//   text (under "Describe this figure") generated from the numbers it draws; the SVG itself is
+//   hidden from screen readers (read aloud it is every label run together);
+// * the plotly toolbar is left out (the book's figures have nothing to zoom; it was 4 Tab stops a figure).
+(function () {
+  "use strict";
+  var MIN_SUBPLOT = 130;      // px: narrower subplots make the figure stack its subplots
+  var SPLIT_GAP = 30;         // px between stacked subplots, plus the room their titles need
+  var figures = [];
+  var serial = 0;
+
+  // ------------------------------------------------------------------ theme
+  function cssVar(name, fallback) {
+    var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+  function theme() {
+    var dark = document.documentElement.getAttribute("data-theme") === "dark";
+    return {
+      dark: dark,
+      text: cssVar("--pst-color-text-base", dark ? "#ced6dd" : "#222832"),
+      muted: cssVar("--pst-color-text-muted", dark ? "#9ca4af" : "#48566b"),
+      grid: dark ? "rgba(255,255,255,0.14)" : "rgba(0,0,0,0.10)",
+      line: dark ? "rgba(255,255,255,0.45)" : "rgba(0,0,0,0.45)",
+      background: cssVar("--pst-color-background", dark ? "#121212" : "#ffffff")
+    };
+  }
+  function isGrey(c) {  // "#333", "#4d4d4d", "rgb(85,85,85)", "black", "#2a3f5f" (plotly's default text)
+    if (typeof c !== "string") { return false; }
+    c = c.trim().toLowerCase();
+    if (c === "black" || c === "#2a3f5f" || c === "#222" || c === "#000" || c === "#000000") { return true; }
+    var m = /^#([0-9a-f])([0-9a-f])([0-9a-f])$/.exec(c);
+    if (m) { return m[1] === m[2] && m[2] === m[3]; }
+    m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/.exec(c);
+    if (m) { return m[1] === m[2] && m[2] === m[3]; }
+    m = /^rgb\((\d+),\s*(\d+),\s*(\d+)\)$/.exec(c);
+    return !!m && m[1] === m[2] && m[2] === m[3];
+  }
+  // every text colour becomes the theme's text colour; grey lines and marker outlines the theme's
+  // line colour (heatmap colour scales and the data colours are left alone)
+  function recolour(obj, th, key) {
+    if (Array.isArray(obj)) { obj.forEach(function (v) { recolour(v, th, key); }); return; }
+    if (!obj || typeof obj !== "object" || obj.bdata) { return; }
+    Object.keys(obj).forEach(function (k) {
+      var v = obj[k];
+      if (k === "font" || k === "textfont" || k === "tickfont" || k === "insidetextfont" || k === "outsidetextfont") {
+        if (v && typeof v === "object") { v.color = th.text; }
+      } else if (k === "line" && v && typeof v === "object" && isGrey(v.color) && key !== "shape") {
+        v.color = th.line;
+      } else if (k === "colorscale" || k === "z" || k === "x" || k === "y" || k === "customdata") {
+        return;
+      } else if (v && typeof v === "object") {
+        recolour(v, th, k);
+      }
+    });
+  }
+  function applyTheme(f, th) {
+    var L = f.layout;
+    L.paper_bgcolor = "rgba(0,0,0,0)";
+    L.plot_bgcolor = "rgba(0,0,0,0)";
+    L.font = Object.assign({}, L.font || {}, { color: th.text });
+    // the template's own colours (plotly_white: white grid lines, blue-grey text) must not win
+    if (L.template && L.template.layout) {
+      L.template = { data: L.template.data, layout: Object.assign({}, L.template.layout, {
+        paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: th.text } }) };
+      ["xaxis", "yaxis"].forEach(function (a) { delete L.template.layout[a]; });
+      delete L.template.layout.annotationdefaults;
+    }
+    axisNames(L).forEach(function (name) {
+      var ax = L[name];
+      ax.gridcolor = th.grid; ax.zerolinecolor = th.grid; ax.tickcolor = th.line;
+      if (ax.showline) { ax.linecolor = th.line; }  // set on an axis without a line, plotly draws one at NaN
+    });
+    recolour(L.annotations, th, "annotations");
+    recolour(L.shapes, th, "shape");
+    ["legend", "coloraxis", "coloraxis2", "coloraxis3", "coloraxis4"].forEach(function (k) {
+      if (L[k]) { recolour(L[k], th, k); }
+    });
+    if (L.legend) { L.legend.bgcolor = "rgba(0,0,0,0)"; L.legend.font = Object.assign({}, L.legend.font, { color: th.text }); }
+    f.data.forEach(function (t) { recolour(t, th, "trace"); });
+    (f.frames || []).forEach(function (fr) {
+      recolour(fr.data, th, "trace");
+      if (fr.layout) { recolour(fr.layout.annotations, th, "annotations"); recolour(fr.layout.shapes, th, "shape"); }
+    });
+  }
+
+  // ------------------------------------------------------------------ geometry helpers
+  function axisNames(L) {
+    return Object.keys(L).filter(function (k) { return /^[xy]axis\d*$/.test(k); });
+  }
+  function axisKey(ref) {  // "x2" -> "xaxis2"
+    return ref.charAt(0) + "axis" + ref.slice(1);
+  }
+  function stripTags(s) {
+    return String(s == null ? "" : s).replace(/<br\s*\/?>/gi, " ").replace(/<[^>]+>/g, "")
+      .replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&").replace(/\s+/g, " ").trim();
+  }
+  function lineCount(s) { return String(s || "").split(/<br\s*\/?>/i).length; }
+  function textWidth(s, size) { return stripTags(s).length * size * 0.56; }
+  // insert <br> so that no line of a plotly text is wider than maxPx (estimated)
+  function wrap(s, maxPx, size) {
+    if (typeof s !== "string" || maxPx <= 0) { return s; }
+    return s.split(/<br\s*\/?>/i).map(function (line) {
+      if (textWidth(line, size) <= maxPx || /<[^b\/]/.test(line)) { return line; }
+      var words = line.split(" "), out = [], cur = "";
+      words.forEach(function (w) {
+        var next = cur ? cur + " " + w : w;
+        if (cur && textWidth(next, size) > maxPx) { out.push(cur); cur = w; } else { cur = next; }
+      });
+      if (cur) { out.push(cur); }
+      return fixBold(out).join("<br>");
+    }).join("<br>");
+  }
+  function fixBold(lines) {  // keep <b>...</b> balanced on every wrapped line
+    var open = false;
+    return lines.map(function (l) {
+      var s = (open ? "<b>" : "") + l;
+      var o = (s.match(/<b>/g) || []).length, c = (s.match(/<\/b>/g) || []).length;
+      open = o > c;
+      return open ? s + "</b>" : s;
+    });
+  }
+
+  function subplotsOf(f) {
+    var L = f.layout, seen = {}, list = [];
+    f.data.forEach(function (t) {
+      var xr = t.xaxis || "x", yr = t.yaxis || "y", key = xr + yr;
+      if (seen[key] || t.type === "pie") { return; }
+      var xa = L[axisKey(xr)] || (L[axisKey(xr)] = {}), ya = L[axisKey(yr)] || (L[axisKey(yr)] = {});
+      seen[key] = true;
+      list.push({ key: key, xr: xr, yr: yr, xa: xa, ya: ya, x: (xa.domain || [0, 1]).slice(),
+                  y: (ya.domain || [0, 1]).slice() });
+    });
+    return list;
+  }
+  function hasColorbar(f) {
+    var L = f.layout, any = false;
+    Object.keys(L).forEach(function (k) {
+      if (/^coloraxis\d*$/.test(k) && L[k].showscale !== false) { any = true; }
+    });
+    f.data.forEach(function (t) {
+      if (!t.coloraxis && (t.type === "heatmap" && t.showscale !== false)) { any = true; }
+      if (t.marker && t.marker.showscale) { any = true; }
+    });
+    return any;
+  }
+  function colorbars(f) {  // every colour bar object, created where missing so it can be placed
+    var L = f.layout, bars = [];
+    Object.keys(L).forEach(function (k) {
+      if (/^coloraxis\d*$/.test(k) && L[k].showscale !== false) { bars.push(L[k].colorbar || (L[k].colorbar = {})); }
+    });
+    f.data.forEach(function (t) {
+      if (t.type === "heatmap" && !t.coloraxis && t.showscale !== false) { bars.push(t.colorbar || (t.colorbar = {})); }
+      if (t.marker && t.marker.showscale) { bars.push(t.marker.colorbar || (t.marker.colorbar = {})); }
+    });
+    return bars;
+  }
+
+  // ------------------------------------------------------------------ reflow
+  // Stack the subplots into one column when one would be narrower than MIN_SUBPLOT px.
+  function reflow(f, width) {
+    var L = f.layout, m = L.margin;
+    var plotW = width - m.l - m.r;
+    var H = L.height || 450, plotH = H - m.t - m.b;
+    var subs = subplotsOf(f);
+    if (!subs.length) { return; }
+    var narrow = subs.some(function (s) { return (s.x[1] - s.x[0]) * plotW < MIN_SUBPLOT - 0.5; });
+    if (!narrow) { return; }
+    // a legend at the side takes width: put it below the plot
+    if (L.showlegend !== false) {
+      L.legend = Object.assign({}, L.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" });
+      L.legend._top = true;
+    }
+    // reading order: top to bottom, then left to right; a subplot spanning several others in
+    // height (a bar chart beside a stack) comes after them
+    subs.forEach(function (s) {
+      var spanned = subs.filter(function (o) {
+        return o !== s && o.y[0] >= s.y[0] - 1e-6 && o.y[1] <= s.y[1] + 1e-6 && (o.x[1] <= s.x[0] || o.x[0] >= s.x[1]);
+      }).length;
+      s.order = spanned >= 2 ? s.y[0] + 1e-3 : s.y[1];
+    });
+    subs.sort(function (a, b) { return (b.order - a.order) || (a.x[0] - b.x[0]); });
+    var bars = colorbars(f);
+    var right = 1;
+    bars.forEach(function (cb) {
+      var x = cb.x == null ? 1.02 : cb.x;
+      if (x < 1) { right = Math.min(right, x - 0.01); }
+    });
+    if (bars.length && right === 1) { right = 1; }
+    var annotations = [].concat.apply(L.annotations || [], (f.frames || []).map(function (fr) {
+      return (fr.layout && fr.layout.annotations) || [];
+    }));
+    var textSize = (L.font && L.font.size) || 12;
+    // room above each subplot for the titles anchored on it
+    subs.forEach(function (s) {
+      s.above = 0; s.below = 0;
+      var pxW = (s.x[1] - s.x[0]) * plotW;
+      s.pxH = (s.y[1] - s.y[0]) * plotH;
+      s.newW = Math.min(plotW * right, Math.max(pxW, plotW * right));
+      if (s.xa.visible === false && pxW < MIN_SUBPLOT) { s.newW = Math.min(plotW, Math.max(MIN_SUBPLOT * 1.3, 2 * pxW)); }
+      s.below = (s.xa.showticklabels === false || s.xa.visible === false) ? 6 : 24;
+      var xt = s.xa.title && (typeof s.xa.title === "string" ? s.xa.title : s.xa.title.text);
+      if (xt) {
+        s.xa.title = Object.assign({}, typeof s.xa.title === "string" ? { text: xt } : s.xa.title);
+        s.xa.title.text = wrap(xt, s.newW, textSize);
+        s.below += 18 * lineCount(s.xa.title.text) + 4;
+      }
+    });
+    function owner(a, forX) {
+      var xref = a.xref || "paper", best = null, bestD = 1e9;
+      subs.forEach(function (s) {
+        if (xref !== "paper" && s.xr !== xref) { return; }
+        if (xref === "paper" && (a.x < s.x[0] - 0.02 || a.x > s.x[1] + 0.02)) { return; }
+        var y = a.y == null ? 0.5 : a.y;
+        var d = y > s.y[1] ? y - s.y[1] : (y < s.y[0] ? s.y[0] - y : 0);
+        if (d < bestD) { bestD = d; best = s; }
+      });
+      return bestD <= 0.25 ? best : null;
+    }
+    annotations.forEach(function (a) {
+      if ((a.yref || "paper") !== "paper") { return; }
+      var s = owner(a);
+      a._owner = s;
+      if (!s) { return; }
+      var size = (a.font && a.font.size) || textSize;
+      if (a.text && (a.xref || "paper") === "paper" && a.x >= s.x[0] - 0.02 && a.x <= s.x[1] + 0.02) {
+        a.text = wrap(a.text, s.newW, size);
+      }
+      var h = lineCount(a.text) * size * 1.25 + 4;
+      var y = a.y == null ? 0.5 : a.y;
+      if (y >= s.y[1] - 1e-6 && (a.yanchor === "bottom")) { s.above = Math.max(s.above, (y - s.y[1]) * plotH + h); }
+    });
+    // new vertical layout, in pixels from the top of the plot area
+    var top = 0, first = true;
+    subs.forEach(function (s) {
+      top += first ? s.above : Math.max(SPLIT_GAP, s.above + 6);
+      s.newTop = top;
+      top += s.pxH + s.below;
+      first = false;
+    });
+    var newPlotH = top;
+    var oldT = m.t;
+    m.t = Math.max(m.t, subs[0].above > 0 ? 0 : m.t);
+    var newH = newPlotH + m.t + m.b;
+    function mapY(s, y) {  // paper y of the old layout -> paper y of the new one, pixel offsets kept
+      var px;
+      if (y > s.y[1]) { px = s.newTop - (y - s.y[1]) * plotH; }
+      else if (y < s.y[0]) { px = s.newTop + s.pxH + (s.y[0] - y) * plotH; }
+      else { px = s.newTop + (s.y[1] - y) / (s.y[1] - s.y[0] || 1) * s.pxH; }
+      return 1 - px / newPlotH;
+    }
+    function mapX(s, x) {
+      var w = s.newW / plotW;
+      return (x - s.x[0]) / ((s.x[1] - s.x[0]) || 1) * w;
+    }
+    annotations.forEach(function (a) {
+      var s = a._owner;
+      delete a._owner;
+      if ((a.yref || "paper") !== "paper") { return; }
+      if (!s) { if ((a.xref || "paper") === "paper") { a.visible = false; } return; }
+      a.y = mapY(s, a.y == null ? 0.5 : a.y);
+      if ((a.xref || "paper") === "paper") {
+        if (a.x < s.x[0] - 1e-6 || a.x > s.x[1] + 1e-6) { a.visible = false; }  // an operator between panels
+        else { a.x = mapX(s, a.x); }
+      }
+    });
+    [].concat.apply(L.shapes || [], (f.frames || []).map(function (fr) {
+      return (fr.layout && fr.layout.shapes) || [];
+    })).forEach(function (sh) {
+      if (sh.yref === "paper") { sh.visible = false; }
+    });
+    var done = {};
+    subs.forEach(function (s) {
+      var y0 = 1 - (s.newTop + s.pxH) / newPlotH, y1 = 1 - s.newTop / newPlotH;
+      var xk = axisKey(s.xr), yk = axisKey(s.yr);
+      if (!done[xk]) { L[xk].domain = [0, s.newW / plotW]; done[xk] = true; }
+      L[yk].domain = [Math.max(0, y0), Math.min(1, y1)];
+      if (L[yk].showticklabels === false && L[yk].type === "category" && L[yk].visible !== false) {
+        L[yk].showticklabels = true;
+      }
+      delete L[xk].scaleanchor; delete L[yk].scaleanchor;
+    });
+    // colour bars keep their pixel length and sit beside the subplot they were beside
+    bars.forEach(function (cb) {
+      var y = cb.y == null ? 0.5 : cb.y, len = cb.len == null ? 1 : cb.len;
+      if (cb.lenmode === "pixels") { len = len / plotH; }
+      var best = null, bestD = 1e9;
+      subs.forEach(function (s) {
+        var d = Math.abs((s.y[0] + s.y[1]) / 2 - y);
+        if (d < bestD) { bestD = d; best = s; }
+      });
+      if (best) {
+        var px = Math.min(len * plotH, Math.max(best.pxH, 80));
+        cb.y = mapY(best, Math.min(Math.max(y, best.y[0]), best.y[1]));
+        cb.yanchor = "middle";
+        cb.title = typeof cb.title === "string" ? { text: cb.title } : (cb.title || {});
+        cb.title.side = "right";
+        cb.len = px; cb.lenmode = "pixels";
+      }
+    });
+    if (L.legend && L.legend._top) {
+      delete L.legend._top;
+      L.legend.y = 1 + 4 / newPlotH;
+      m.t += 8 + 22 * Math.max(1, Math.ceil(legendWidth(f, textSize) / width));
+    }
+    L.height = Math.round(newH + (m.t - oldT));
+  }
+  function legendWidth(f, size) {
+    var w = 0;
+    f.data.forEach(function (t) { if (t.showlegend !== false && t.name) { w += textWidth(t.name, size) + 50; } });
+    return w;
+  }
+
+  // wrap long axis titles and subplot titles, also when the figure does not stack
+  function wrapTexts(f, width) {
+    var L = f.layout, m = L.margin, plotW = width - m.l - m.r, size = (L.font && L.font.size) || 12;
+    subplotsOf(f).forEach(function (s) {
+      var w = (s.x[1] - s.x[0]) * plotW;
+      var t = s.xa.title;
+      if (t && (typeof t === "string" || t.text)) {
+        var text = typeof t === "string" ? t : t.text;
+        s.xa.title = Object.assign({}, typeof t === "string" ? {} : t, { text: wrap(text, w, size) });
+      }
+      var yt = s.ya.title;
+      var ph = (s.y[1] - s.y[0]) * ((L.height || 450) - m.t - m.b);
+      if (yt && (typeof yt === "string" || yt.text)) {
+        var ytext = typeof yt === "string" ? yt : yt.text;
+        s.ya.title = Object.assign({}, typeof yt === "string" ? {} : yt, { text: wrap(ytext, ph, size) });
+      }
+      // category ticks set to horizontal collide when there are many: let plotly turn them
+      if (s.xa.tickangle === 0 && s.xa.type === "category") { delete s.xa.tickangle; }
+    });
+    (L.annotations || []).forEach(function (a) {
+      if ((a.xref || "paper") === "paper" && a.text && textWidth(a.text, (a.font && a.font.size) || size) > plotW) {
+        a.text = wrap(a.text, plotW, (a.font && a.font.size) || size);
+      }
+    });
+  }
+
+  function titlesRight(f) {  // a colour bar's title on top collides with its highest tick label
+    colorbars(f).forEach(function (cb) {
+      if (cb.orientation === "h") { return; }
+      cb.title = typeof cb.title === "string" ? { text: cb.title } : (cb.title || {});
+      cb.title.side = "right";
+    });
+  }
+
+  // ------------------------------------------------------------------ the adapted figure
+  function titleText(t) { return !t ? "" : (typeof t === "string" ? t : (t.text || "")); }
+
+  function adapt(spec, width, th) {
+    var f = JSON.parse(JSON.stringify(spec));
+    var L = f.layout;
+    delete L.title;
+    (f.frames || []).forEach(function (fr) { if (fr.layout) { delete fr.layout.title; } });
+    L.margin = Object.assign({ l: 80, r: 80, t: 100, b: 80 }, L.margin || {});
+    // the title left the SVG: keep only the room that the subplot titles above the plot need
+    var top = 10;
+    (L.annotations || []).forEach(function (a) {
+      if ((a.yref || "paper") === "paper" && a.y >= 0.999 && a.yanchor === "bottom") {
+        top = Math.max(top, lineCount(a.text) * 17 + 8);
+      }
+    });
+    var cut = Math.max(0, L.margin.t - top);
+    L.margin.t -= cut;
+    if (L.height) { L.height -= cut; }
+    if (f.frames && f.frames.length) {  // plotly's slider and buttons give way to HTML controls
+      var cutB = (L.sliders && L.sliders.length) ? Math.max(0, L.margin.b - 40) : 0;
+      delete L.sliders; delete L.updatemenus;
+      L.margin.b -= cutB;
+      if (L.height) { L.height -= cutB; }
+    }
+    // a vertical legend beside a narrow plot takes the plot's width: put it below
+    if (width < 600 && L.showlegend !== false && (!L.legend || L.legend.orientation !== "h")) {
+      var entries = f.data.filter(function (t) { return t.showlegend !== false && t.name && t.type !== "heatmap"; });
+      if (entries.length) {
+        L.legend = Object.assign({}, L.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: -0.15, yanchor: "top" });
+      }
+    }
+    if (width < 600) {
+      // colour bars go to the right margin (inside the plot area they overlap the subplots)
+      var bars = colorbars(f);
+      bars.forEach(function (cb) {
+        cb.x = 1.02; cb.xanchor = "left"; cb.thickness = Math.min(cb.thickness || 12, 12);
+        if (cb.title) {
+          cb.title = typeof cb.title === "string" ? { text: cb.title } : cb.title;
+          cb.title.side = "right";
+        }
+      });
+      L.margin.l = Math.min(L.margin.l, 60);
+      L.margin.r = bars.length ? 80 : Math.min(L.margin.r, 20);
+      subplotsOf(f).forEach(function (s) {  // the room the colour bars had inside the plot area is free
+        if (bars.length && s.x[1] > 0.85 && s.x[1] < 1) {
+          var w = s.x[1] - s.x[0];
+          s.xa.domain = [s.x[0] / s.x[1] * 1, 1].map(function (v, i) { return i ? 1 : Math.max(0, 1 - w / s.x[1]); });
+        }
+      });
+    }
+    titlesRight(f);
+    reflow(f, width);
+    wrapTexts(f, width);
+    if (L.legend && L.legend.orientation === "h" && L.legend.yanchor === "top" && L.legend.y < 0) {
+      var need = 22 * Math.max(1, Math.ceil(legendWidth(f, 12) / Math.max(width - 20, 100))) + 60;
+      var plotH = (L.height || 450) - L.margin.t - L.margin.b;
+      if (L.margin.b < need) { L.height = (L.height || 450) + (need - L.margin.b); L.margin.b = need; }
+      L.legend.y = -(56 / Math.max(plotH, 1));
+    }
+    axisNames(L).forEach(function (name) {
+      if (L[name].visible !== false && L[name].showticklabels !== false) { L[name].automargin = true; }
+    });
+    applyTheme(f, th);
+    f.config = Object.assign({}, spec.config || {}, { displayModeBar: false, responsive: false });
+    return f;
+  }
+
+  // ------------------------------------------------------------------ caption (safe HTML from plotly text)
+  function setCaption(node, text) {
+    node.textContent = "";
+    var lines = String(text || "").split(/<br\s*\/?>/i);
+    lines.forEach(function (line, i) {
+      var small = /font-size:\s*1[0-2]px/.test(line) && i > 0;
+      var el = document.createElement(i === 0 ? "span" : "span");
+      el.className = i === 0 ? "tinytf-figtitle-main" : (small ? "tinytf-figtitle-sub" : "tinytf-figtitle-main");
+      // only <b> is kept as markup; everything else becomes text
+      var parts = line.replace(/<(?!\/?b>)[^>]+>/g, "").split(/(<\/?b>)/);
+      var bold = false;
+      parts.forEach(function (p) {
+        if (p === "<b>") { bold = true; return; }
+        if (p === "</b>") { bold = false; return; }
+        if (!p) { return; }
+        var t = document.createTextNode(p.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&"));
+        if (bold) { var b = document.createElement("b"); b.appendChild(t); el.appendChild(b); } else { el.appendChild(t); }
+      });
+      node.appendChild(el);
+    });
+  }
+
+  // ------------------------------------------------------------------ text alternative
+  var F32 = { f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array,
+              i4: Int32Array, u4: Uint32Array };
+  function values(v) {  // a trace array (plain, typed, or a {dtype, bdata, shape} spec) -> rows of numbers
+    if (v == null) { return null; }
+    if (v.bdata && v.dtype) {
+      var bin = atob(v.bdata), bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+      var flat = Array.prototype.slice.call(new (F32[v.dtype] || Float32Array)(bytes.buffer));
+      var shape = v.shape ? String(v.shape).split(",").map(Number) : [flat.length];
+      if (shape.length === 2) {
+        var rows = [];
+        for (var r = 0; r < shape[0]; r++) { rows.push(flat.slice(r * shape[1], (r + 1) * shape[1])); }
+        return rows;
+      }
+      return flat;
+    }
+    if (ArrayBuffer.isView(v)) { return Array.prototype.slice.call(v); }
+    if (Array.isArray(v)) { return v.map(function (x) { return ArrayBuffer.isView(x) ? Array.prototype.slice.call(x) : x; }); }
+    return null;
+  }
+  function num(x) {
+    if (typeof x !== "number" || !isFinite(x)) { return String(x); }
+    if (x === 0) { return "0"; }
+    var a = Math.abs(x);
+    var s = (a >= 1e4 || a < 1e-3) ? x.toExponential(2) : String(Number(x.toPrecision(3)));
+    return s.replace("-", "−");
+  }
+  function label(arr, i) { return arr && arr[i] != null ? stripTags(arr[i]) : String(i); }
+  function describeTrace(t) {
+    var name = stripTags(t.name || "");
+    if (t.visible === false || name === "(unused)" || t.hoverinfo === "skip" && t.type === "scatter" && !t.name) { return null; }
+    if (t.type === "heatmap") {
+      var z = values(t.z);
+      if (!z || !z.length || !Array.isArray(z[0])) { return null; }
+      var lo = Infinity, hi = -Infinity, at = null, n = 0;
+      z.forEach(function (row, i) {
+        row.forEach(function (v, j) {
+          if (typeof v !== "number" || !isFinite(v)) { return; }
+          n++;
+          if (v < lo) { lo = v; }
+          if (v > hi) { hi = v; at = [i, j]; }
+        });
+      });
+      if (!n) { return null; }
+      var ys = values(t.y), xs = values(t.x);
+      return (name ? name + ": " : "") + z.length + " rows × " + z[0].length + " columns, values from " + num(lo) +
+        " to " + num(hi) + " (largest at row " + label(ys, at[0]) + ", column " + label(xs, at[1]) + ")";
+    }
+    if (t.type === "bar") {
+      var bx = values(t.x), by = values(t.y);
+      var horizontal = t.orientation === "h";
+      var cats = horizontal ? by : bx, vals = horizontal ? bx : by;
+      if (!vals) { return null; }
+      return (name ? name + ": " : "bars: ") + vals.slice(0, 16).map(function (v, i) {
+        return label(cats, i) + " " + num(v);
+      }).join("; ");
+    }
+    if (t.type === "scatter" && t.name && t.hoverinfo !== "skip" && t.visible !== "legendonly") {
+      var sy = values(t.y), sx = values(t.x);
+      if (!sy || !sy.length || typeof sy[0] !== "number") { return null; }
+      var fin = sy.filter(function (v) { return typeof v === "number" && isFinite(v); });
+      if (!fin.length) { return null; }
+      return name + ": " + sy.length + " points, from " + num(sy[0]) + " at x = " + label(sx, 0) + " to " +
+        num(sy[sy.length - 1]) + " at x = " + label(sx, sy.length - 1) + " (min " + num(Math.min.apply(null, fin)) +
+        ", max " + num(Math.max.apply(null, fin)) + ")";
+    }
+    return null;
+  }
+  function describe(rec) {
+    var gd = rec.el, data = gd.data || rec.spec.data, parts = [];
+    var seen = {};
+    data.forEach(function (t) {
+      var d = describeTrace(t);
+      if (d && !seen[d] && parts.length < 14) { seen[d] = true; parts.push(d); }
+    });
+    var titles = (rec.spec.layout.annotations || []).map(function (a) { return stripTags(a.text); })
+      .filter(function (s) { return s.length > 3; });
+    var out = [];
+    if (rec.frames.length) {
+      out.push("Animation of " + rec.frames.length + " steps (" + rec.steps.map(function (s) { return s.label; }).join(", ") +
+        "); showing step " + (rec.index + 1) + ": " + stripTags(rec.frameTitle(rec.index)) + ".");
+    }
+    if (titles.length && titles.length <= 12) { out.push("Panels: " + titles.join("; ") + "."); }
+    if (parts.length) { out.push("Numbers drawn: " + parts.join(". ") + "."); }
+    rec.desc.textContent = out.join(" ");
+  }
+
+  // ------------------------------------------------------------------ animation controls
+  function animSteps(spec) {
+    var names = (spec.frames || []).map(function (fr) { return fr.name; });
+    var slider = spec.layout.sliders && spec.layout.sliders[0];
+    if (slider && slider.steps && slider.steps.length === names.length) {
+      return slider.steps.map(function (s, i) {
+        var n = (s.args && s.args[0] && s.args[0][0]) || names[i];
+        return { name: String(n), label: String(s.label != null ? s.label : n) };
+      });
+    }
+    return names.map(function (n) { return { name: String(n), label: String(n) }; });
+  }
+  function frameDuration(spec) {
+    var ms = 1000;
+    (spec.layout.updatemenus || []).forEach(function (u) {
+      (u.buttons || []).forEach(function (b) {
+        if (b.args && b.args[0] === null && b.args[1] && b.args[1].frame) { ms = b.args[1].frame.duration || ms; }
+      });
+    });
+    return ms;
+  }
+  function button(text, label, cls) {
+    var b = document.createElement("button");
+    b.type = "button"; b.className = "tinytf-anim-btn " + (cls || "");
+    b.textContent = text;
+    if (label) { b.setAttribute("aria-label", label); }
+    return b;
+  }
+  function addControls(rec) {
+    var id = rec.id;
+    var box = document.createElement("div");
+    box.className = "tinytf-anim-controls";
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "animation controls");
+    var prev = button("◀", "previous step", "tinytf-anim-prev");
+    var play = button("▶ Play", null, "tinytf-anim-play");
+    var next = button("▶", "next step", "tinytf-anim-next");
+    var range = document.createElement("input");
+    range.type = "range"; range.min = "0"; range.max = String(rec.steps.length - 1); range.step = "1"; range.value = "0";
+    range.id = id + "-step"; range.className = "tinytf-anim-range";
+    var lab = document.createElement("label");
+    lab.setAttribute("for", range.id); lab.className = "tinytf-anim-label";
+    var out = document.createElement("output");
+    out.setAttribute("for", range.id); out.className = "tinytf-anim-value";
+    lab.textContent = "step";
+    box.appendChild(play); box.appendChild(prev); box.appendChild(next);
+    var r = document.createElement("span"); r.className = "tinytf-anim-slider";
+    r.appendChild(lab); r.appendChild(range); box.appendChild(r); box.appendChild(out);
+    rec.controls = { box: box, play: play, range: range, out: out };
+    prev.addEventListener("click", function () { stop(rec); show(rec, Math.max(0, rec.index - 1)); });
+    next.addEventListener("click", function () { stop(rec); show(rec, Math.min(rec.steps.length - 1, rec.index + 1)); });
+    range.addEventListener("input", function () { stop(rec); show(rec, parseInt(range.value, 10)); });
+    play.addEventListener("click", function () { if (rec.playing) { stop(rec); } else { start(rec); } });
+    return box;
+  }
+  function syncControls(rec) {
+    var c = rec.controls;
+    if (!c) { return; }
+    var s = rec.steps[rec.index];
+    c.range.value = String(rec.index);
+    var text = (rec.index + 1) + " of " + rec.steps.length + ": " + s.label;
+    c.range.setAttribute("aria-valuetext", text);
+    c.out.textContent = text;
+    c.play.textContent = rec.playing ? "❚❚ Pause" : "▶ Play";
+    c.play.setAttribute("aria-pressed", rec.playing ? "true" : "false");
+    setCaption(rec.caption, rec.frameTitle(rec.index));
+    describe(rec);
+  }
+  function show(rec, i) {
+    rec.index = i;
+    window.Plotly.animate(rec.el, [rec.steps[i].name], { mode: "immediate", frame: { duration: 0, redraw: true },
+                                                       transition: { duration: 0 } });
+    syncControls(rec);
+  }
+  function stop(rec) {
+    if (rec.timer) { clearTimeout(rec.timer); rec.timer = null; }
+    rec.playing = false;
+    syncControls(rec);
+  }
+  function start(rec) {
+    rec.playing = true;
+    if (rec.index >= rec.steps.length - 1) { show(rec, 0); } else { syncControls(rec); }
+    function tick() {
+      if (!rec.playing) { return; }
+      if (rec.index >= rec.steps.length - 1) { stop(rec); return; }
+      show(rec, rec.index + 1);
+      rec.timer = setTimeout(tick, rec.duration);
+    }
+    rec.timer = setTimeout(tick, rec.duration);
+  }
+
+  // ------------------------------------------------------------------ drawing
+  // draws never overlap: a redraw asked for while one runs waits for it
+  function render(rec) {
+    rec.queue = (rec.queue || Promise.resolve()).then(function () { return renderNow(rec); },
+                                                      function () { return renderNow(rec); });
+    return rec.queue;
+  }
+  function renderNow(rec) {
+    var width = Math.max(rec.el.clientWidth || rec.wrap.clientWidth || 300, 200);
+    rec.width = width;
+    var f = adapt(rec.spec, width, theme());
+    rec.el.style.height = (f.layout.height || 450) + "px";
+    var P = window.Plotly;
+    var done = rec.drawn ? P.react(rec.el, f) : P.newPlot(rec.el, f);
+    rec.drawn = true;
+    return Promise.resolve(done).then(function () {
+      if (rec.frames.length && rec.index > 0) {
+        return P.animate(rec.el, [rec.steps[rec.index].name], { mode: "immediate", frame: { duration: 0, redraw: true },
+                                                                  transition: { duration: 0 } });
+      }
+    }).then(function () {
+      var svg = rec.el.querySelector(".svg-container");
+      if (svg) { svg.setAttribute("aria-hidden", "true"); }
+      describe(rec);
+    });
+  }
+
+  function draw(el, spec) {
+    var id = el.id || ("tinytf-fig-" + (++serial));
+    var wrapper = document.createElement("div");
+    wrapper.className = "tinytf-figwrap";
+    wrapper.setAttribute("role", "figure");
+    el.parentNode.insertBefore(wrapper, el);
+    var caption = document.createElement("div");
+    caption.className = "tinytf-figtitle";
+    caption.id = id + "-title";
+    wrapper.appendChild(caption);
+    wrapper.appendChild(el);
+    var details = document.createElement("details");
+    details.className = "tinytf-figdesc";
+    var summary = document.createElement("summary");
+    summary.textContent = "Describe this figure";
+    var desc = document.createElement("p");
+    desc.id = id + "-desc";
+    details.appendChild(summary); details.appendChild(desc);
+    wrapper.setAttribute("aria-labelledby", caption.id);
+    wrapper.setAttribute("aria-describedby", desc.id);
+    var frames = spec.frames || [];
+    var titles = {};
+    frames.forEach(function (fr) { titles[fr.name] = fr.layout && titleText(fr.layout.title); });
+    var rec = { id: id, el: el, wrap: wrapper, spec: spec, caption: caption, desc: desc, frames: frames,
+                index: 0, playing: false, timer: null, steps: animSteps(spec), duration: frameDuration(spec) };
+    rec.frameTitle = function (i) {
+      var t = rec.steps.length ? titles[rec.steps[i].name] : null;
+      return t || titleText(spec.layout.title);
+    };
+    setCaption(caption, rec.frameTitle(0));
+    if (frames.length) { wrapper.appendChild(addControls(rec)); }
+    wrapper.appendChild(details);
+    el.classList.add("tinytf-drawn");
+    figures.push(rec);
+    el._tinytf = rec;
+    if (frames.length) { syncControls(rec); }
+    return render(rec);
+  }
+
+  // ------------------------------------------------------------------ redraw on resize and mode switch
+  var pending = null;
+  function redrawAll(onlyResized) {
+    figures.forEach(function (rec) {
+      if (!document.body.contains(rec.el)) { return; }
+      var w = Math.max(rec.el.clientWidth || 300, 200);
+      if (onlyResized && Math.abs(w - rec.width) < 2) { return; }
+      if (rec.playing) { stop(rec); }
+      render(rec);
+    });
+  }
+  window.addEventListener("resize", function () {
+    clearTimeout(pending);
+    pending = setTimeout(function () { redrawAll(true); }, 150);
+  });
+  var lastTheme = document.documentElement.getAttribute("data-theme");
+  new MutationObserver(function () {
+    var now = document.documentElement.getAttribute("data-theme");
+    if (now !== lastTheme) { lastTheme = now; redrawAll(false); }
+  })
+    .observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+
+  window.tinytfFigures = { draw: draw, adapt: adapt, figures: figures, theme: theme, MIN_SUBPLOT: MIN_SUBPLOT };
+})();
