@@ -1,0 +1,69 @@
+"""tinytf.viz.diagram: block diagrams drawn by code, deterministic, offline, and saying what they should."""
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import pytest
+
+from tinytf.viz import diagram
+from tinytf.viz.render import mimebundle
+
+
+def texts(fig):
+    return [a.text for a in fig.layout.annotations if a.text]
+
+
+def residual_paths(fig):
+    return [s for s in fig.layout.shapes if s.type == "path" and s.line.color == "#c0392b"]
+
+
+def test_pre_norm_block_reads_bottom_to_top():
+    fig = diagram.block_diagram("pre")
+    assert isinstance(fig, go.Figure) and "pre-norm" in fig.layout.title.text
+    labels = texts(fig)
+    order = [next(i for i, t in enumerate(labels) if key in t)
+             for key in ("stream in", "RMSNorm", "causal self-attention", "SwiGLU", "stream out")]
+    assert order == sorted(order)  # placed bottom to top in this order
+    assert labels.count("RMSNorm") == 2 and labels.count("+") == 2
+    assert len(residual_paths(fig)) == 2
+
+
+def test_post_norm_block_puts_the_norm_after_the_addition():
+    fig = diagram.block_diagram("post")
+    labels = texts(fig)
+    assert labels.count("LayerNorm") == 2 and "ReLU" in " ".join(labels)
+    ys = {t: a.y for a in fig.layout.annotations for t in [a.text] if t in ("+", "LayerNorm")}
+    plus = sorted(a.y for a in fig.layout.annotations if a.text == "+")
+    norms = sorted(a.y for a in fig.layout.annotations if a.text == "LayerNorm")
+    assert all(n > p for p, n in zip(plus, norms)) and ys
+
+
+def test_bad_norm_position():
+    with pytest.raises(ValueError, match="norm_position"):
+        diagram.block_diagram("middle")
+
+
+def test_model_diagram_counts_blocks_from_zero():
+    labels = " ".join(texts(diagram.model_diagram(2)))
+    assert "block 0" in labels and "block 1" in labels and "block 2" not in labels and "× 2" in labels
+    deep = " ".join(texts(diagram.model_diagram(32)))
+    assert "block 0" in deep and "block 31" in deep and "× 32" in deep
+
+
+def test_encoder_decoder_diagram_joins_the_stacks_by_cross_attention():
+    fig = diagram.encoder_decoder_diagram()
+    labels = " ".join(texts(fig))
+    for key in ("encoder", "decoder", "self-attention (no mask)", "masked self-attention", "cross-attention",
+                "memory", "LM head"):
+        assert key in labels
+    assert len(residual_paths(fig)) == 2 + 3  # two residual adds per encoder block, three per decoder block
+    assert any(s.type == "path" and s.line.color == "#6c3fb5" for s in fig.layout.shapes)
+
+
+def test_diagrams_are_deterministic_and_offline():
+    for make in (diagram.block_diagram, diagram.model_diagram, diagram.encoder_decoder_diagram):
+        a, b = make().to_plotly_json(), make().to_plotly_json()
+        assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+        html = mimebundle(make())["text/html"]
+        assert "cdn.plot.ly" not in html and "plotly-graph-div" in html
