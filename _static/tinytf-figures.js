@@ -84,6 +84,7 @@
     axisNames(L).forEach(function (name) {
       var ax = L[name];
       ax.gridcolor = th.grid; ax.zerolinecolor = th.grid; ax.tickcolor = th.line;
+      if (ax.ticks == null) { ax.ticks = ""; }  // as in plotly_white: no tick marks (empty subplots showed them)
       if (ax.showline) { ax.linecolor = th.line; }  // set on an axis without a line, plotly draws one at NaN
     });
     recolour(L.annotations, th, "annotations");
@@ -172,56 +173,147 @@
   }
 
   // ------------------------------------------------------------------ reflow
-  // Stack the subplots into one column when one would be narrower than MIN_SUBPLOT px.
-  function reflow(f, width) {
+  var NARROW = 600;  // px: below this every figure is laid out as one column
+  function legendEntries(f) {
+    return f.data.filter(function (t) {
+      return t.showlegend !== false && t.name && t.type !== "heatmap" && !(t.type === "scatter" && t.showlegend == null &&
+        f.data.length === 1);
+    });
+  }
+  function legendWidth(f, size) {
+    var w = 0;
+    legendEntries(f).forEach(function (t) { w += textWidth(t.name, size) + 50; });
+    return w;
+  }
+  function tickRoom(f, s, width) {  // px under a subplot for its x tick labels (turned when they collide)
+    if (s.xa.showticklabels === false || s.xa.visible === false) { return 6; }
+    var size = (s.xa.tickfont && s.xa.tickfont.size) || 12, labels = [];
+    f.data.forEach(function (t) {
+      if ((t.xaxis || "x") === s.xr && Array.isArray(t.x) && typeof t.x[0] === "string") { labels = labels.concat(t.x); }
+    });
+    var uniq = labels.filter(function (v, i) { return labels.indexOf(v) === i; });
+    if (!uniq.length) { return size + 14; }
+    var longest = Math.max.apply(null, uniq.map(function (v) { return textWidth(v, size); }));
+    if (uniq.length * (longest + 8) <= width) { return size + 14; }
+    s.xa.tickangle = -90;  // crowded labels stand upright (plotly's own choice of angle can still collide)
+    return Math.min(longest, 120) + size + 10;
+  }
+  // Lay the subplots out again in lines, in reading order: on a narrow screen (`force`) one per
+  // line, full width; otherwise as many side by side as fit at MIN_SUBPLOT px or more (never more
+  // than the figure had). Each subplot keeps its pixel height; the room above and below it is
+  // computed from what is drawn there (titles, turned tick labels, axis titles), so nothing collides.
+  // Annotations, colour bars and legends move with their subplot. Returns false when the figure
+  // is left as it is (it has no subplots, or nothing needs to change).
+  function reflow(f, width, force) {
     var L = f.layout, m = L.margin;
     var plotW = width - m.l - m.r;
     var H = L.height || 450, plotH = H - m.t - m.b;
     var subs = subplotsOf(f);
-    if (!subs.length) { return; }
-    var narrow = subs.some(function (s) { return (s.x[1] - s.x[0]) * plotW < MIN_SUBPLOT - 0.5; });
-    if (!narrow) { return; }
-    // a legend at the side takes width: put it below the plot
-    if (L.showlegend !== false) {
-      L.legend = Object.assign({}, L.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" });
-      L.legend._top = true;
-    }
-    // reading order: top to bottom, then left to right; a subplot spanning several others in
-    // height (a bar chart beside a stack) comes after them
-    subs.forEach(function (s) {
-      var spanned = subs.filter(function (o) {
-        return o !== s && o.y[0] >= s.y[0] - 1e-6 && o.y[1] <= s.y[1] + 1e-6 && (o.x[1] <= s.x[0] || o.x[0] >= s.x[1]);
-      }).length;
-      s.order = spanned >= 2 ? s.y[0] + 1e-3 : s.y[1];
-    });
-    subs.sort(function (a, b) { return (b.order - a.order) || (a.x[0] - b.x[0]); });
+    if (!subs.length) { return false; }
+    var textSize = (L.font && L.font.size) || 12;
     var bars = colorbars(f);
     var right = 1;
     bars.forEach(function (cb) {
       var x = cb.x == null ? 1.02 : cb.x;
       if (x < 1) { right = Math.min(right, x - 0.01); }
     });
-    if (bars.length && right === 1) { right = 1; }
+    var avail = plotW * right;
+    // shared x axes (the stepper's rows) and subplots beside a stack cannot form a grid
+    var xUse = {};
+    subs.forEach(function (s) { xUse[s.xr] = (xUse[s.xr] || 0) + 1; });
+    var shared = subs.some(function (s) { return xUse[s.xr] > 1; });
+    subs.forEach(function (s) {
+      var tops = {};  // the subplots beside s within its height, by their top: two or more = a stack
+      subs.forEach(function (o) {
+        if (o !== s && o.y[0] >= s.y[0] - 1e-6 && o.y[1] <= s.y[1] + 1e-6 && (o.x[1] <= s.x[0] || o.x[0] >= s.x[1])) {
+          tops[o.y[1].toFixed(4)] = true;
+        }
+      });
+      s.spans = Object.keys(tops).length >= 2;
+      s.order = s.spans ? s.y[0] + 1e-3 : s.y[1];
+      s.wide = (s.x[1] - s.x[0]) >= 0.6;
+    });
+    var irregular = shared || subs.some(function (s) { return s.spans; });
+    // side by side in the figure as it was: the most subplots sharing one band of height
+    var perRow = 1;
+    subs.forEach(function (s) {
+      var n = subs.filter(function (o) { return o.y[0] < s.y[1] - 1e-6 && o.y[1] > s.y[0] + 1e-6; }).length;
+      perRow = Math.max(perRow, n);
+    });
+    var tooNarrow = subs.some(function (s) { return (s.x[1] - s.x[0]) * plotW < MIN_SUBPLOT - 0.5; });
+    if (!force && irregular && !tooNarrow) { return false; }
+    subs.sort(function (a, b) { return (b.order - a.order) || (a.x[0] - b.x[0]); });
+    var yRoom = function (s) {  // px left of a subplot for its y tick labels and title
+      var room = 10;
+      if (s.ya.showticklabels !== false && s.ya.visible !== false) {
+        var labels = [];
+        f.data.forEach(function (t) {
+          if ((t.yaxis || "y") === s.yr && Array.isArray(t.y) && typeof t.y[0] === "string") { labels = labels.concat(t.y); }
+        });
+        var size = (s.ya.tickfont && s.ya.tickfont.size) || textSize;
+        room += labels.length ? Math.min(120, Math.max.apply(null, labels.map(function (v) { return textWidth(v, size); })))
+                              : 3 * size;
+      }
+      var yt = s.ya.title && (typeof s.ya.title === "string" ? s.ya.title : s.ya.title.text);
+      if (yt) { room += 20; }
+      return room;
+    };
+    var gap = 16;
+    subs.forEach(function (s) { gap = Math.max(gap, yRoom(s)); });
+    var cols = 1;
+    if (!force && !irregular) {
+      cols = Math.max(1, Math.min(perRow, Math.floor((avail + gap) / (MIN_SUBPLOT + gap))));
+    }
+    // lines of subplots
+    var lines = [], line = [];
+    subs.forEach(function (s) {
+      if (s.wide || cols === 1) {
+        if (line.length) { lines.push(line); line = []; }
+        lines.push([s]);
+        return;
+      }
+      line.push(s);
+      if (line.length === cols) { lines.push(line); line = []; }
+    });
+    if (line.length) { lines.push(line); }
+    var cellW = cols > 1 ? (avail - (cols - 1) * gap) / cols : avail;
+    lines.forEach(function (ln) {
+      ln.forEach(function (s, j) {
+        var pxW = (s.x[1] - s.x[0]) * plotW;
+        s.pxH = (s.y[1] - s.y[0]) * plotH;
+        if (ln.length === 1 && (s.wide || cols === 1)) {
+          s.newX0 = 0; s.newW = avail;
+          if (s.xa.visible === false && pxW < MIN_SUBPLOT) { s.newW = Math.min(avail, Math.max(MIN_SUBPLOT * 1.3, 2 * pxW)); }
+          if (!force && s.wide) { s.newX0 = s.x[0] * plotW; s.newW = Math.min(avail - s.newX0, pxW); }
+        } else {
+          s.newX0 = j * (cellW + gap); s.newW = cellW;
+        }
+        if (!irregular && j === 0 && L[axisKey(s.yr)].showticklabels === false && L[axisKey(s.yr)].type === "category" &&
+            L[axisKey(s.yr)].visible !== false) {
+          L[axisKey(s.yr)].showticklabels = true;
+        }
+      });
+    });
     var annotations = [].concat.apply(L.annotations || [], (f.frames || []).map(function (fr) {
       return (fr.layout && fr.layout.annotations) || [];
     }));
-    var textSize = (L.font && L.font.size) || 12;
-    // room above each subplot for the titles anchored on it
     subs.forEach(function (s) {
-      s.above = 0; s.below = 0;
-      var pxW = (s.x[1] - s.x[0]) * plotW;
-      s.pxH = (s.y[1] - s.y[0]) * plotH;
-      s.newW = Math.min(plotW * right, Math.max(pxW, plotW * right));
-      if (s.xa.visible === false && pxW < MIN_SUBPLOT) { s.newW = Math.min(plotW, Math.max(MIN_SUBPLOT * 1.3, 2 * pxW)); }
-      s.below = (s.xa.showticklabels === false || s.xa.visible === false) ? 6 : 24;
+      s.above = 0;
+      s.below = tickRoom(f, s, s.newW);
       var xt = s.xa.title && (typeof s.xa.title === "string" ? s.xa.title : s.xa.title.text);
       if (xt) {
         s.xa.title = Object.assign({}, typeof s.xa.title === "string" ? { text: xt } : s.xa.title);
         s.xa.title.text = wrap(xt, s.newW, textSize);
-        s.below += 18 * lineCount(s.xa.title.text) + 4;
+        s.xa.title.standoff = 4;
+        s.below += 17 * lineCount(s.xa.title.text) + 6;
+      }
+      var yt = s.ya.title && (typeof s.ya.title === "string" ? s.ya.title : s.ya.title.text);
+      if (yt) {
+        s.ya.title = Object.assign({}, typeof s.ya.title === "string" ? { text: yt } : s.ya.title);
+        s.ya.title.text = wrap(yt, Math.max(s.pxH, 60), textSize);
       }
     });
-    function owner(a, forX) {
+    function owner(a) {
       var xref = a.xref || "paper", best = null, bestD = 1e9;
       subs.forEach(function (s) {
         if (xref !== "paper" && s.xr !== xref) { return; }
@@ -236,27 +328,27 @@
       if ((a.yref || "paper") !== "paper") { return; }
       var s = owner(a);
       a._owner = s;
-      if (!s) { return; }
+      if (!s || !a.text) { return; }
       var size = (a.font && a.font.size) || textSize;
-      if (a.text && (a.xref || "paper") === "paper" && a.x >= s.x[0] - 0.02 && a.x <= s.x[1] + 0.02) {
+      if ((a.xref || "paper") === "paper" && a.x >= s.x[0] - 0.02 && a.x <= s.x[1] + 0.02) {
         a.text = wrap(a.text, s.newW, size);
       }
-      var h = lineCount(a.text) * size * 1.25 + 4;
+      var h = lineCount(a.text) * size * 1.3 + 4;
       var y = a.y == null ? 0.5 : a.y;
-      if (y >= s.y[1] - 1e-6 && (a.yanchor === "bottom")) { s.above = Math.max(s.above, (y - s.y[1]) * plotH + h); }
+      if (y >= s.y[1] - 1e-6 && a.yanchor === "bottom") { s.above = Math.max(s.above, (y - s.y[1]) * plotH + h); }
+      if (y <= s.y[0] + 1e-6 && a.yanchor === "top") { s.below = Math.max(s.below, (s.y[0] - y) * plotH + h); }
     });
-    // new vertical layout, in pixels from the top of the plot area
-    var top = 0, first = true;
-    subs.forEach(function (s) {
-      top += first ? s.above : Math.max(SPLIT_GAP, s.above + 6);
-      s.newTop = top;
-      top += s.pxH + s.below;
-      first = false;
+    // vertical layout, in pixels from the top of the plot area: a line is as tall as its tallest subplot
+    var top = 0;
+    lines.forEach(function (ln, i) {
+      var above = Math.max.apply(null, ln.map(function (s) { return s.above; }));
+      var h = Math.max.apply(null, ln.map(function (s) { return s.pxH; }));
+      var below = Math.max.apply(null, ln.map(function (s) { return s.below; }));
+      top += i === 0 ? above : Math.max(SPLIT_GAP, above + 16);
+      ln.forEach(function (s) { s.newTop = top; });
+      top += h + below;
     });
     var newPlotH = top;
-    var oldT = m.t;
-    m.t = Math.max(m.t, subs[0].above > 0 ? 0 : m.t);
-    var newH = newPlotH + m.t + m.b;
     function mapY(s, y) {  // paper y of the old layout -> paper y of the new one, pixel offsets kept
       var px;
       if (y > s.y[1]) { px = s.newTop - (y - s.y[1]) * plotH; }
@@ -265,8 +357,7 @@
       return 1 - px / newPlotH;
     }
     function mapX(s, x) {
-      var w = s.newW / plotW;
-      return (x - s.x[0]) / ((s.x[1] - s.x[0]) || 1) * w;
+      return (s.newX0 + (x - s.x[0]) / ((s.x[1] - s.x[0]) || 1) * s.newW) / plotW;
     }
     annotations.forEach(function (a) {
       var s = a._owner;
@@ -275,8 +366,10 @@
       if (!s) { if ((a.xref || "paper") === "paper") { a.visible = false; } return; }
       a.y = mapY(s, a.y == null ? 0.5 : a.y);
       if ((a.xref || "paper") === "paper") {
-        if (a.x < s.x[0] - 1e-6 || a.x > s.x[1] + 1e-6) { a.visible = false; }  // an operator between panels
-        else { a.x = mapX(s, a.x); }
+        if (a.x < s.x[0] - 1e-6 || a.x > s.x[1] + 1e-6) {  // an operator between panels: kept only between
+          var next = subs.filter(function (o) { return o.x[0] >= s.x[1] - 1e-6 && o.newTop === s.newTop; })[0];
+          if (next && a.x > s.x[1]) { a.x = (s.newX0 + s.newW + next.newX0) / 2 / plotW; } else { a.visible = false; }
+        } else { a.x = mapX(s, a.x); }
       }
     });
     [].concat.apply(L.shapes || [], (f.frames || []).map(function (fr) {
@@ -288,12 +381,8 @@
     subs.forEach(function (s) {
       var y0 = 1 - (s.newTop + s.pxH) / newPlotH, y1 = 1 - s.newTop / newPlotH;
       var xk = axisKey(s.xr), yk = axisKey(s.yr);
-      if (!done[xk]) { L[xk].domain = [0, s.newW / plotW]; done[xk] = true; }
+      if (!done[xk]) { L[xk].domain = [s.newX0 / plotW, Math.min(1, (s.newX0 + s.newW) / plotW)]; done[xk] = true; }
       L[yk].domain = [Math.max(0, y0), Math.min(1, y1)];
-      if (L[yk].showticklabels === false && L[yk].type === "category" && L[yk].visible !== false) {
-        L[yk].showticklabels = true;
-      }
-      delete L[xk].scaleanchor; delete L[yk].scaleanchor;
     });
     // colour bars keep their pixel length and sit beside the subplot they were beside
     bars.forEach(function (cb) {
@@ -305,28 +394,27 @@
         if (d < bestD) { bestD = d; best = s; }
       });
       if (best) {
-        var px = Math.min(len * plotH, Math.max(best.pxH, 80));
         cb.y = mapY(best, Math.min(Math.max(y, best.y[0]), best.y[1]));
         cb.yanchor = "middle";
-        cb.title = typeof cb.title === "string" ? { text: cb.title } : (cb.title || {});
-        cb.title.side = "right";
-        cb.len = px; cb.lenmode = "pixels";
+        cb.len = Math.min(len * plotH, Math.max(best.pxH, 100)); cb.lenmode = "pixels";
       }
     });
-    if (L.legend && L.legend._top) {
-      delete L.legend._top;
-      L.legend.y = 1 + 4 / newPlotH;
-      m.t += 8 + 22 * Math.max(1, Math.ceil(legendWidth(f, textSize) / width));
+    // the legend goes under the plot, in rows
+    var legendH = 0;
+    if (L.showlegend !== false && legendEntries(f).length) {
+      var rows = Math.max(1, Math.ceil(legendWidth(f, 12) / Math.max(width - 20, 100)));
+      legendH = rows * 22 + 6;
+      L.legend = Object.assign({}, L.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: -4 / newPlotH,
+                                                     yanchor: "top" });
     }
-    L.height = Math.round(newH + (m.t - oldT));
-  }
-  function legendWidth(f, size) {
-    var w = 0;
-    f.data.forEach(function (t) { if (t.showlegend !== false && t.name) { w += textWidth(t.name, size) + 50; } });
-    return w;
+    m.t = 6;
+    m.b = legendH + 12;
+    L.height = Math.round(newPlotH + m.t + m.b);
+    return true;
   }
 
-  // wrap long axis titles and subplot titles, also when the figure does not stack
+
+  // wrap long axis titles and subplot titles of a figure that keeps its layout
   function wrapTexts(f, width) {
     var L = f.layout, m = L.margin, plotW = width - m.l - m.r, size = (L.font && L.font.size) || 12;
     subplotsOf(f).forEach(function (s) {
@@ -342,16 +430,14 @@
         var ytext = typeof yt === "string" ? yt : yt.text;
         s.ya.title = Object.assign({}, typeof yt === "string" ? {} : yt, { text: wrap(ytext, ph, size) });
       }
-      // category ticks set to horizontal collide when there are many: let plotly turn them
-      if (s.xa.tickangle === 0 && s.xa.type === "category") { delete s.xa.tickangle; }
     });
     (L.annotations || []).forEach(function (a) {
-      if ((a.xref || "paper") === "paper" && a.text && textWidth(a.text, (a.font && a.font.size) || size) > plotW) {
-        a.text = wrap(a.text, plotW, (a.font && a.font.size) || size);
-      }
+      if ((a.xref || "paper") !== "paper" || !a.text) { return; }
+      var s = subplotsOf(f).filter(function (s) { return a.x >= s.x[0] - 0.02 && a.x <= s.x[1] + 0.02; })[0];
+      var w = s ? Math.max((s.x[1] - s.x[0]) * plotW + 30, 80) : plotW;
+      a.text = wrap(a.text, w, (a.font && a.font.size) || size);
     });
   }
-
   function titlesRight(f) {  // a colour bar's title on top collides with its highest tick label
     colorbars(f).forEach(function (cb) {
       if (cb.orientation === "h") { return; }
@@ -369,56 +455,37 @@
     delete L.title;
     (f.frames || []).forEach(function (fr) { if (fr.layout) { delete fr.layout.title; } });
     L.margin = Object.assign({ l: 80, r: 80, t: 100, b: 80 }, L.margin || {});
-    // the title left the SVG: keep only the room that the subplot titles above the plot need
-    var top = 10;
-    (L.annotations || []).forEach(function (a) {
-      if ((a.yref || "paper") === "paper" && a.y >= 0.999 && a.yanchor === "bottom") {
-        top = Math.max(top, lineCount(a.text) * 17 + 8);
-      }
-    });
-    var cut = Math.max(0, L.margin.t - top);
-    L.margin.t -= cut;
-    if (L.height) { L.height -= cut; }
+    L.height = L.height || 450;
     if (f.frames && f.frames.length) {  // plotly's slider and buttons give way to HTML controls
       var cutB = (L.sliders && L.sliders.length) ? Math.max(0, L.margin.b - 40) : 0;
       delete L.sliders; delete L.updatemenus;
       L.margin.b -= cutB;
-      if (L.height) { L.height -= cutB; }
-    }
-    // a vertical legend beside a narrow plot takes the plot's width: put it below
-    if (width < 600 && L.showlegend !== false && (!L.legend || L.legend.orientation !== "h")) {
-      var entries = f.data.filter(function (t) { return t.showlegend !== false && t.name && t.type !== "heatmap"; });
-      if (entries.length) {
-        L.legend = Object.assign({}, L.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: -0.15, yanchor: "top" });
-      }
-    }
-    if (width < 600) {
-      // colour bars go to the right margin (inside the plot area they overlap the subplots)
-      var bars = colorbars(f);
-      bars.forEach(function (cb) {
-        cb.x = 1.02; cb.xanchor = "left"; cb.thickness = Math.min(cb.thickness || 12, 12);
-        if (cb.title) {
-          cb.title = typeof cb.title === "string" ? { text: cb.title } : cb.title;
-          cb.title.side = "right";
-        }
-      });
-      L.margin.l = Math.min(L.margin.l, 60);
-      L.margin.r = bars.length ? 80 : Math.min(L.margin.r, 20);
-      subplotsOf(f).forEach(function (s) {  // the room the colour bars had inside the plot area is free
-        if (bars.length && s.x[1] > 0.85 && s.x[1] < 1) {
-          var w = s.x[1] - s.x[0];
-          s.xa.domain = [s.x[0] / s.x[1] * 1, 1].map(function (v, i) { return i ? 1 : Math.max(0, 1 - w / s.x[1]); });
-        }
-      });
+      L.height -= cutB;
     }
     titlesRight(f);
-    reflow(f, width);
-    wrapTexts(f, width);
-    if (L.legend && L.legend.orientation === "h" && L.legend.yanchor === "top" && L.legend.y < 0) {
-      var need = 22 * Math.max(1, Math.ceil(legendWidth(f, 12) / Math.max(width - 20, 100))) + 60;
-      var plotH = (L.height || 450) - L.margin.t - L.margin.b;
-      if (L.margin.b < need) { L.height = (L.height || 450) + (need - L.margin.b); L.margin.b = need; }
-      L.legend.y = -(56 / Math.max(plotH, 1));
+    axisNames(L).forEach(function (name) {  // category ticks set horizontal collide when many: let plotly turn them
+      if (L[name].tickangle === 0 && L[name].type === "category") { delete L[name].tickangle; }
+    });
+    var narrow = width < NARROW;
+    if (narrow) {
+      // colour bars go to the right margin (inside the plot area they overlap the subplots)
+      var bars = colorbars(f);
+      bars.forEach(function (cb) { cb.x = 1.02; cb.xanchor = "left"; cb.thickness = Math.min(cb.thickness || 12, 12); });
+      L.margin.l = Math.min(L.margin.l, 60);
+      L.margin.r = bars.length ? 80 : Math.min(L.margin.r, 20);
+    }
+    if (!reflow(f, width, narrow)) {
+      // the title left the SVG: keep only the room that the subplot titles above the plot need
+      wrapTexts(f, width);
+      var top = 10;
+      (L.annotations || []).forEach(function (a) {
+        if ((a.yref || "paper") === "paper" && a.y >= 0.999 && a.yanchor === "bottom") {
+          top = Math.max(top, lineCount(a.text) * ((a.font && a.font.size) || 12) * 1.3 + 8);
+        }
+      });
+      var cut = Math.max(0, L.margin.t - top);
+      L.margin.t -= cut;
+      L.height -= cut;
     }
     axisNames(L).forEach(function (name) {
       if (L[name].visible !== false && L[name].showticklabels !== false) { L[name].automargin = true; }
@@ -427,6 +494,7 @@
     f.config = Object.assign({}, spec.config || {}, { displayModeBar: false, responsive: false });
     return f;
   }
+
 
   // ------------------------------------------------------------------ caption (safe HTML from plotly text)
   function setCaption(node, text) {

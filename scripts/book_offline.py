@@ -8,8 +8,13 @@ HTML book self-contained:
   plotly.js version as the one the ``plotly`` Python package ships; without ``node_modules`` the
   build falls back to that package's full bundle (4.8 MB; tests/test_a11y_book.py's page-weight
   check then fails);
-* copies the MathJax 3 files needed by ``tex-chtml.js`` from the ``sphinx-mathjax-offline``
-  package into ``_static/mathjax/`` (``mathjax_path`` in _config.yml points there);
+* copies the MathJax 3 components the book loads from the ``sphinx-mathjax-offline`` package into
+  ``_static/mathjax/``: ``startup.js`` (``mathjax_path`` in _config.yml) loads ``core``, the TeX
+  input, the CommonHTML output and the assistive MathML for screen readers
+  (``mathjax3_config.loader``): 0.65 MB where the combined ``tex-chtml.js`` is 1.2 MB, most of it
+  the context menu;
+* replaces the theme's Font Awesome script (1.5 MB: every icon of Font Awesome) by a small one
+  with only the icons the built pages name (``slim_fontawesome``): same markup, same classes;
 * renders the ``application/vnd.plotly.v1+json`` part of a figure output as nothing, without
   the "skipping unknown output mime type" warning: the ``text/html`` part of the same output
   (``tinytf.viz.show``) draws the figure (tests/test_chapters_static.py checks every plotly
@@ -33,7 +38,11 @@ PLOTLY_JSON = "application/vnd.plotly.v1+json"
 # a figure div drawn by plotly (tinytf.viz.show and plotly's own to_html both use this class)
 PLOTLY_MARKER = "plotly-graph-div"
 # MathJax files that tex-chtml.js loads (the other combined bundles and the SVG fonts are left out)
-MATHJAX_KEEP = ("tex-chtml.js", "input", "output/chtml.js", "output/chtml", "ui", "a11y", "sre", "adaptors")
+MATHJAX_KEEP = ("startup.js", "core.js", "input/tex.js", "input/tex", "output/chtml.js", "output/chtml",
+                "a11y/assistive-mml.js")
+FONTAWESOME_JS = Path("scripts") / "fontawesome.js"
+# icons that the theme's scripts put on a page after it loaded (not in the HTML)
+FONTAWESOME_DYNAMIC = ("xmark", "compress", "expand", "sun", "moon", "circle-half-stroke")
 REMOTE_ASSET = re.compile(r"""<(?:script|link)\b[^>]*\b(?:src|href)=["'](?:https?:)?//""", re.I)
 
 
@@ -134,6 +143,77 @@ def copy_assets(app: Sphinx, exception) -> None:
         elif not d.exists():
             d.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(s, d)
+    slim_fontawesome(Path(app.outdir))
+
+
+FA_ICON = r'(?<![\w"-])(?:"{name}"|{name}):\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]+","([^"]+)"\]'  # key quoted or not
+FA_CSS = (".svg-inline--fa{display:inline-block;height:1em;overflow:visible;vertical-align:-.125em;box-sizing:content-box}"
+          ".svg-inline--fa.fa-lg,.fa-lg{font-size:1.25em;line-height:.05em;vertical-align:-.2em}"
+          ".fa-fw{text-align:center;width:1.25em}.fa-xs{font-size:.75em}.fa-sm{font-size:.875em}.fa-2x{font-size:2em}")
+FA_SCRIPT = """// tinytf book: the Font Awesome icons its pages use (scripts/book_offline.py wrote this file in place
+// of the theme's 1.5 MB bundle of every icon). Each <i class="fa-solid fa-NAME"> becomes the same
+// inline SVG that Font Awesome draws (classes and attributes kept, aria-hidden).
+(function () {
+  "use strict";
+  var ICONS = %(icons)s;
+  var NS = "http://www.w3.org/2000/svg";
+  var style = document.createElement("style");
+  style.textContent = %(css)s;
+  document.head.appendChild(style);
+  function swap(root) {
+    if (!root.querySelectorAll) { return; }
+    root.querySelectorAll("i[class*='fa-'], span[class*='fa-']").forEach(function (el) {
+      var name = null;
+      el.classList.forEach(function (c) { if (c.indexOf("fa-") === 0 && ICONS[c.slice(3)]) { name = c.slice(3); } });
+      if (!name || el.children.length) { return; }
+      var d = ICONS[name], svg = document.createElementNS(NS, "svg"), path = document.createElementNS(NS, "path");
+      Array.prototype.forEach.call(el.attributes, function (a) { svg.setAttribute(a.name, a.value); });
+      svg.setAttribute("class", el.getAttribute("class") + " svg-inline--fa");
+      svg.setAttribute("viewBox", "0 0 " + d[0] + " " + d[1]);
+      svg.setAttribute("aria-hidden", "true");
+      svg.setAttribute("focusable", "false");
+      path.setAttribute("fill", "currentColor");
+      path.setAttribute("d", d[2]);
+      svg.appendChild(path);
+      el.parentNode.replaceChild(svg, el);
+    });
+  }
+  function start() {
+    swap(document);
+    new MutationObserver(function (records) {
+      records.forEach(function (r) { r.addedNodes.forEach(function (n) { if (n.nodeType === 1) { swap(n.parentNode || n); } }); });
+    }).observe(document.body, { childList: true, subtree: true });
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); } else { start(); }
+})();
+"""
+
+
+def slim_fontawesome(outdir: Path) -> None:
+    """Replace the theme's Font Awesome bundle by the icons the built pages use."""
+    import json
+
+    import pydata_sphinx_theme
+
+    path = outdir / "_static" / FONTAWESOME_JS
+    source = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static" / FONTAWESOME_JS
+    if not path.is_file() or not source.is_file():
+        return
+    full = source.read_text(encoding="utf-8")  # the theme's bundle (the built copy may already be ours)
+    names = set(FONTAWESOME_DYNAMIC)
+    for page in outdir.rglob("*.html"):
+        names.update(re.findall(r"\bfa-([a-z0-9-]+)", page.read_text(encoding="utf-8", errors="replace")))
+    icons = {}
+    for name in sorted(names):
+        hit = re.search(FA_ICON.format(name=re.escape(name)), full)
+        if hit:
+            icons[name] = [int(hit.group(1)), int(hit.group(2)), hit.group(3)]
+    if not icons:
+        raise ExtensionError(f"book_offline: no icon found in {path}; has the theme's Font Awesome bundle changed?")
+    path.write_text(FA_SCRIPT % {"icons": json.dumps(icons, separators=(",", ":")), "css": json.dumps(FA_CSS)},
+                    encoding="utf-8")
+    for extra in (path.with_name(path.name + ".map"),):
+        extra.unlink(missing_ok=True)
 
 
 def setup(app: Sphinx):
