@@ -227,3 +227,138 @@ def test_printed_floats_carry_no_float32_noise(name):
             if mime in ("stream", "text/plain"):
                 hit = noise.search(text)
                 assert not hit, f"{name} code cell {i}: prints {hit.group(0)!r}, a float32-noise-level number"
+
+
+# --- Issue #11: the book's own voice, labelled exercises, implement-and-check exercises, no mid-lesson asserts
+
+HIDDEN_TAGS = {"hide-input", "remove-input", "remove-cell"}
+# The chapters issue #11 covers (chapters added later, e.g. the frontier block, keep their own conventions).
+ISSUE_11_CHAPTERS = [n for n in NOTEBOOKS if n.split("/")[-1] in (
+    "01_tokens_embeddings_positions", "02_causal_self_attention", "03_normalisation", "04_feed_forward",
+    "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer", "08_encoder_decoder",
+    "09_2017_to_2026", "10_generation_kv_cache", "11_misconceptions")]
+IMPLEMENT_CHAPTERS = [n for n in ISSUE_11_CHAPTERS if not n.endswith("11_misconceptions")]
+SOURCE_REFERENCES = re.compile(r"seed 00\d|source (?:page|material)", re.I)
+
+
+def _tags(cell):
+    return set(cell.metadata.get("tags", []))
+
+
+def _exempt_cells(name, nb) -> set:
+    """Chapter 9's training study (section 9.3) is rewritten separately (issue #11, part 1); until that lands,
+    its cells are left out of the voice checks below. Remove this exemption once section 9.3 is rewritten."""
+    if not name.endswith("09_2017_to_2026"):
+        return set()
+    start = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## 9.3")), None)
+    if start is None:
+        return set()
+    end = next((i for i, c in enumerate(nb.cells) if i > start and c.cell_type == "markdown"
+                and re.match(r"## (?!9\.3)", c.source)), len(nb.cells))
+    return set(range(start, end))
+
+
+@pytest.mark.parametrize("name", ISSUE_11_CHAPTERS)
+def test_no_references_to_source_pages(name):
+    """Readers never see the pages the book was written from: no "seed 001", "source material" in its text
+    (markdown, code shown to readers, printed outputs)."""
+    nb = load(name)
+    hits = []
+    exempt = _exempt_cells(name, nb)
+    for i, cell in enumerate(nb.cells):
+        if i in exempt:
+            continue
+        texts = [cell.source] + [t for mime, t in output_texts(cell) if mime in ("stream", "text/plain")] \
+            if cell.cell_type == "code" else [cell.source]
+        for text in texts:
+            hit = SOURCE_REFERENCES.search(text)
+            if hit:
+                hits.append(f"cell {i}: ...{text[max(0, hit.start() - 40): hit.end() + 40]!r}")
+    assert not hits, f"{name}: the text refers to its source pages:\n" + "\n".join(hits)
+
+
+def test_glossary_and_intro_have_no_source_references():
+    for page in ("chapters/glossary.md", "intro.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        hit = SOURCE_REFERENCES.search(text)
+        assert not hit, f"{page}: ...{text[max(0, hit.start() - 40): hit.end() + 40]!r}"
+
+
+def _exercise_text(nb) -> str:
+    """The markdown between '## Exercises' and the next '## ' heading (the self-check)."""
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    match = re.search(r"^## Exercises\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    return match.group(1) if match else ""
+
+
+EXERCISE_START = re.compile(r"^\*\*(\d+)\.(.*)$", re.M)
+
+
+@pytest.mark.parametrize("name", ISSUE_11_CHAPTERS)
+def test_every_exercise_is_labelled(name):
+    nb = load(name)
+    exercises = EXERCISE_START.findall(_exercise_text(nb))
+    assert exercises, f"{name}: no '## Exercises' section with numbered exercises (**1. ...)"
+    numbers = [int(n) for n, _ in exercises]
+    assert numbers == list(range(1, len(numbers) + 1)), f"{name}: exercises numbered {numbers}"
+    unlabelled = [n for n, rest in exercises if not re.match(r"\s*\((Easy|Medium|Hard)\)", rest)]
+    assert not unlabelled, f"{name}: exercises {unlabelled} carry no (Easy), (Medium) or (Hard) label"
+
+
+CHECK_CALL = re.compile(r"""tinytf\.exercises\.check\(\s*["'](\w+)["']""")
+
+
+def _stream_text(cell) -> str:
+    return "".join(t for mime, t in output_texts(cell) if mime in ("stream", "text/plain"))
+
+
+@pytest.mark.parametrize("name", IMPLEMENT_CHAPTERS)
+def test_implement_and_check_exercise(name):
+    """Chapters 1-10 of issue #11: an exercise cell with a stub the reader replaces (the checker reports 'not attempted'),
+    then a collapsed cell running the same checker on a solution, which passes with a portable report."""
+    from tinytf import exercises
+
+    nb = load(name)
+    cells = nb.cells
+    stubs = [(i, CHECK_CALL.search(c.source).group(1)) for i, c in enumerate(cells)
+             if c.cell_type == "code" and CHECK_CALL.search(c.source) and "raise NotImplementedError" in c.source
+             and not (_tags(c) & HIDDEN_TAGS)]
+    assert stubs, f"{name}: no visible exercise cell with a stub (raise NotImplementedError) and tinytf.exercises.check"
+    for i, exercise in stubs:
+        assert exercise in exercises.EXERCISES, f"{name} cell {i}: unknown exercise {exercise!r}"
+        assert f"{exercise}: not attempted" in _stream_text(cells[i]), (
+            f"{name} cell {i}: the stub's committed output must say the exercise is not attempted yet")
+        solutions = [j for j, c in enumerate(cells) if j > i and c.cell_type == "code" and _tags(c) & HIDDEN_TAGS
+                     and CHECK_CALL.search(c.source) and CHECK_CALL.search(c.source).group(1) == exercise]
+        assert solutions, f"{name}: no collapsed solution cell (hide-input) checking {exercise!r} after cell {i}"
+        report = _stream_text(cells[solutions[0]])
+        assert re.search(rf"^{exercise}: passed: ", report, re.M), f"{name}: the solution of {exercise!r} does not pass: {report!r}"
+        assert "NOT below" not in report
+
+
+def _top_level_asserts(source: str):
+    return [line for line in source.splitlines() if line.startswith("assert ")]
+
+
+@pytest.mark.parametrize("name", ISSUE_11_CHAPTERS)
+def test_asserts_are_not_in_the_middle_of_a_lesson(name):
+    """Checks that guard the book's correctness live in collapsed cells (remove-input / hide-input)."""
+    nb = load(name)
+    exempt = _exempt_cells(name, nb)
+    visible = [(i, _top_level_asserts(c.source)) for i, c in enumerate(nb.cells)
+               if c.cell_type == "code" and not (_tags(c) & HIDDEN_TAGS) and i not in exempt]
+    visible = [(i, lines) for i, lines in visible if lines]
+    assert not visible, f"{name}: asserts in cells shown to readers: {visible}"
+
+
+@pytest.mark.parametrize("name", ISSUE_11_CHAPTERS)
+def test_no_test_harness_talk(name):
+    """The teaching text does not talk about the book's test machinery."""
+    nb = load(name)
+    harness = re.compile(r"notebook (?:tests|fail)|the book's tests|not compared by|the tests do not compare|"
+                         r"make the notebook fail|nbval", re.I)
+    exempt = _exempt_cells(name, nb)
+    for i, cell in enumerate(nb.cells):
+        if i not in exempt and (cell.cell_type == "markdown" or not (_tags(cell) & HIDDEN_TAGS)):
+            hit = harness.search(cell.source)
+            assert not hit, f"{name} cell {i}: ...{cell.source[max(0, hit.start() - 60): hit.end() + 40]!r}"
