@@ -43,3 +43,35 @@
     decorate();
   }
 })();
+
+// Accessibility fixes to the theme's markup (axe-core: label-content-name-mismatch, region,
+// empty-table-header). The search buttons and the toggle of a hidden cell carry an aria-label that
+// differs from their visible text ("Search Ctrl+K", "Show code cell source"): without it their name
+// is that visible text. The primary sidebar gets a landmark role. An empty header cell (the corner
+// of a comparison table) gets a name for screen readers.
+(function () {
+  "use strict";
+  function fix() {
+    document.querySelectorAll(".search-button-field[aria-label], details > summary[aria-label]").forEach(function (el) {
+      if ((el.textContent || "").trim()) { el.removeAttribute("aria-label"); }
+    });
+    var side = document.querySelector(".bd-sidebar-primary");
+    if (side && !side.getAttribute("role")) {
+      side.setAttribute("role", "complementary");
+      side.setAttribute("aria-label", "Book contents");
+    }
+    document.querySelectorAll(".bd-article th").forEach(function (th) {
+      if (!(th.textContent || "").trim() && !th.querySelector("img")) {
+        var s = document.createElement("span");
+        s.className = "visually-hidden";
+        s.textContent = th.closest("thead") ? "row" : "item";
+        th.appendChild(s);
+      }
+    });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", fix);
+  } else {
+    fix();
+  }
+})();

@@ -22,6 +22,8 @@ HTML book self-contained:
 * leaves out the ipywidgets state that myst-nb would embed in a page (a notebook saved with
   widget state carries hundreds of kB of it): with ``nb_ipywidgets_js: {}`` no widget manager
   is loaded, so nothing could ever read it;
+* writes ``index.html`` as a small page of its own (language, title, a link) that forwards to the
+  landing page, instead of the bare ``<meta http-equiv="Refresh">`` line sphinx-external-toc writes;
 * fails the build when a page would load a script or stylesheet from another host.
 """
 from __future__ import annotations
@@ -216,10 +218,46 @@ def slim_fontawesome(outdir: Path) -> None:
         extra.unlink(missing_ok=True)
 
 
+INDEX_HTML = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="refresh" content="0; url={target}">
+<link rel="canonical" href="{target}">
+<title>{title}</title>
+</head>
+<body>
+<main>
+<h1>{title}</h1>
+<p>The book starts at <a href="{target}">{target}</a>.</p>
+</main>
+</body>
+</html>
+"""
+
+
+def write_index(app: Sphinx, exception) -> None:
+    """index.html: a proper page (lang, title, a landmark and a link) that forwards to the root page."""
+    import html
+
+    if exception is not None or app.builder.format != "html" or app.builder.name == "dirhtml":
+        return
+    path = Path(app.outdir) / "index.html"
+    root = app.config.master_doc
+    if root == "index":
+        return
+    if path.is_file() and "http-equiv" not in path.read_text(encoding="utf-8", errors="replace")[:400].lower():
+        return  # a real page called index
+    title = html.escape(str(app.config.project or "The book"))
+    path.write_text(INDEX_HTML.format(target=f"{root}.html", title=title), encoding="utf-8")
+
+
 def setup(app: Sphinx):
     register_plotly_plugin()
     app.connect("html-page-context", drop_unusable_widget_state, priority=400)
     app.connect("html-page-context", add_plotly_where_needed)
     app.connect("html-page-context", check_no_remote_assets)
     app.connect("build-finished", copy_assets)
+    app.connect("build-finished", write_index, priority=900)  # after sphinx-external-toc's redirect
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
