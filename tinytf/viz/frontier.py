@@ -25,7 +25,7 @@ from ..cache_memory import format_bytes, kv_cache_bytes
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..tokens import encode, token_labels
-from .common import FONT, MASK_GREY, OKABE_ITO, SEQUENTIAL, arr
+from .common import FONT, OKABE_ITO, arr
 
 __all__ = ["window_masks", "gradient_reach", "sliding_window_figure", "cache_context_figure", "expert_load",
            "router_figure", "logit_growth", "logit_growth_figure", "load_logit_growth", "LOGIT_GROWTH_FILE"]
