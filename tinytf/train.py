@@ -1,4 +1,4 @@
-"""Training on the synthetic tasks of ``tinytf.tasks``: a small, deterministic loop.
+"""Training on the synthetic tasks of ``tinytf.tasks`` and on real text: a small, deterministic loop.
 
     from tinytf import TinyTransformer, tasks, train
     model = TinyTransformer(train.PRESETS["induction", "tiny"].config)
@@ -9,6 +9,15 @@
 Command line (re-creates a shipped checkpoint; see scripts/train_all.sh):
 
     python -m tinytf.train --task induction --preset tiny [--out tinytf/checkpoints]
+    python -m tinytf.train --task text --preset small [--out tinytf/checkpoints]
+
+``--task text`` trains the byte-level ``text-4l`` (``TEXT_PRESETS``) on the docstrings of the running Python's
+standard library (``tinytf.textdata.stdlib_corpus``, read at run time, split by file) with ``train_text``:
+random 128-byte windows, batch 32, AdamW (0.9/0.95, weight decay 0.1), 100 warm-up steps then cosine decay,
+clip 1.0, one thread. It writes the final checkpoint and snapshots ``text-4l@step<N>`` at 0, 5%, 20% and 50%
+of the steps (float16 weights), and records in the sidecar the corpus (Python version, files, bytes,
+sha256, split rule), the train/validation bits-per-byte curve, the metrics of the stored weights, the
+unigram/bigram baselines and a greedy and a sampled continuation.
 
 AdamW, linear warm-up then cosine decay (or a constant rate), gradient clipping. Data come from a ``torch.Generator``
 seeded with ``seed``; dropout (if any) from a forked global RNG seeded with ``seed``, so a run does
@@ -31,6 +40,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -62,6 +72,7 @@ class History:
     grad_norms: list = field(default_factory=list)  # total gradient norm per step, before clipping
     lrs: list = field(default_factory=list)  # learning rate used at each step
     seconds: float = 0.0  # wall time of the loop
+    cpu_seconds: float = 0.0  # CPU time of this process during the loop (train_text only; 0 elsewhere)
     metrics: dict = field(default_factory=dict)  # evaluate() on fresh data after training
     evals: list = field(default_factory=list)  # [(step, metrics)] when trained with eval_every
 
@@ -354,7 +365,7 @@ def train_text(model, corpus=None, steps: int = 1000, lr: float = 3e-3, batch_si
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=tuple(betas))
     bar = _progress_bar(steps, progress)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with num_threads(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # dropout, if the config has any
         model.train()
@@ -393,6 +404,7 @@ def train_text(model, corpus=None, steps: int = 1000, lr: float = 3e-3, batch_si
         if bar is not None:
             bar.close()
         history.seconds = time.perf_counter() - t0
+        history.cpu_seconds = time.process_time() - c0
         model.eval()
     return history
 
@@ -561,7 +573,9 @@ def main_text(args, argv) -> int:
                          progress=not args.no_progress, warmup_steps=preset.warmup_steps,
                          weight_decay=preset.weight_decay, betas=preset.betas, eval_every=preset.eval_every,
                          eval_windows=preset.eval_windows, snapshot_steps=snap_steps, on_snapshot=on_snapshot)
-    print(f"trained in {history.seconds:.0f} s; final batch loss {history.final_loss:.4f} nats "
+    load = os.getloadavg()[1] if hasattr(os, "getloadavg") else float("nan")
+    print(f"trained in {history.seconds:.0f} s wall, {history.cpu_seconds:.0f} s CPU (load average {load:.1f}); "
+          f"final batch loss {history.final_loss:.4f} nats "
           f"({history.final_loss / math.log(2):.3f} bits/byte)", flush=True)
     base = textdata.baselines(corpus.train, corpus.val, preset.report_windows, preset.seq_len)
     curve = {"steps": [s for s, _ in history.evals],
@@ -578,6 +592,8 @@ def main_text(args, argv) -> int:
         "optimizer": f"AdamW(betas {preset.betas[0]}/{preset.betas[1]}, weight decay {preset.weight_decay} on "
                      f"matrices), clip 1.0, {preset.warmup_steps} warm-up steps, then cosine decay to 10% of lr",
         "train_seconds": round(history.seconds, 1),
+        "train_cpu_seconds": round(history.cpu_seconds, 1),
+        "machine_load_average_5min": round(load, 1),
         "curve": curve,
         "snapshots": {str(s): n for s, n in snap_names.items()},
         "reproducibility": "one CPU thread; the same command on the same torch build and the same corpus (sha256) "
