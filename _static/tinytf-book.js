@@ -75,3 +75,31 @@
     fix();
   }
 })();
+
+// A box that scrolls sideways (a wide formula, a long code line, a wide table) must be reachable
+// with the keyboard, or its hidden part cannot be read without a mouse (axe-core:
+// scrollable-region-focusable). Checked after MathJax has typeset and again on resize.
+(function () {
+  "use strict";
+  var SELECTOR = ".bd-article mjx-container[display='true'], .bd-article div.math, .bd-article pre, " +
+    ".bd-article blockquote, .bd-article .table-wrapper, .bd-article .cell_output .output";
+  function mark() {
+    document.querySelectorAll(SELECTOR).forEach(function (el) {
+      var scrolls = el.scrollWidth > el.clientWidth + 1;
+      if (scrolls && !el.hasAttribute("tabindex")) {
+        el.setAttribute("tabindex", "0");
+        el.setAttribute("data-tinytf-scroll", "1");
+      } else if (!scrolls && el.getAttribute("data-tinytf-scroll")) {
+        el.removeAttribute("tabindex");
+        el.removeAttribute("data-tinytf-scroll");
+      }
+    });
+  }
+  function later() {
+    var mj = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
+    (mj ? mj : Promise.resolve()).then(mark);
+  }
+  window.addEventListener("load", later);
+  var t = null;
+  window.addEventListener("resize", function () { clearTimeout(t); t = setTimeout(mark, 200); });
+})();

@@ -87,7 +87,28 @@
       if (ax.ticks == null) { ax.ticks = ""; }  // as in plotly_white: no tick marks (empty subplots showed them)
       if (ax.showline) { ax.linecolor = th.line; }  // set on an axis without a line, plotly draws one at NaN
     });
-    recolour(L.annotations, th, "annotations");
+    // text drawn on a filled box (a block diagram) keeps the dark colour that box was made for
+    var boxes = (L.shapes || []).filter(function (sh) {
+      return (sh.type === "rect" || sh.type === "circle") && sh.fillcolor && !/^(rgba\(.*,\s*0\)|transparent|none)$/.test(sh.fillcolor);
+    });
+    var onBox = function (a) {
+      if (a.bgcolor && !/^(rgba\(.*,\s*0\)|transparent)$/.test(a.bgcolor)) { return true; }
+      return boxes.some(function (sh) {
+        return (sh.xref || "x") === (a.xref || "x") && (sh.yref || "y") === (a.yref || "y") &&
+          a.x >= Math.min(sh.x0, sh.x1) && a.x <= Math.max(sh.x0, sh.x1) &&
+          a.y >= Math.min(sh.y0, sh.y1) && a.y <= Math.max(sh.y0, sh.y1);
+      });
+    };
+    (L.annotations || []).forEach(function (a) {
+      if (isGrey(a.arrowcolor) || (a.showarrow && !a.arrowcolor)) { a.arrowcolor = th.line; }
+      if (onBox(a) && a.text) {
+        a.font = Object.assign({}, a.font || {});
+        if (!a.font.color || !isGrey(a.font.color)) { a.font.color = a.font.color || "#1b1b1b"; }
+        a._keep = true;
+      }
+    });
+    recolour((L.annotations || []).filter(function (a) { return !a._keep; }), th, "annotations");
+    (L.annotations || []).forEach(function (a) { delete a._keep; });
     recolour(L.shapes, th, "shape");
     ["legend", "coloraxis", "coloraxis2", "coloraxis3", "coloraxis4"].forEach(function (k) {
       if (L[k]) { recolour(L[k], th, k); }
@@ -601,7 +622,9 @@
       out.push("Animation of " + rec.frames.length + " steps (" + rec.steps.map(function (s) { return s.label; }).join(", ") +
         "); showing step " + (rec.index + 1) + ": " + stripTags(rec.frameTitle(rec.index)) + ".");
     }
-    if (titles.length && titles.length <= 12) { out.push("Panels: " + titles.join("; ") + "."); }
+    if (titles.length && (titles.length <= 12 || !parts.length)) {
+      out.push((parts.length ? "Panels: " : "Labels: ") + titles.slice(0, 40).join("; ") + ".");
+    }
     if (parts.length) { out.push("Numbers drawn: " + parts.join(". ") + "."); }
     rec.desc.textContent = out.join(" ");
   }
@@ -657,7 +680,7 @@
     rec.controls = { box: box, play: play, range: range, out: out };
     prev.addEventListener("click", function () { stop(rec); show(rec, Math.max(0, rec.index - 1)); });
     next.addEventListener("click", function () { stop(rec); show(rec, Math.min(rec.steps.length - 1, rec.index + 1)); });
-    range.addEventListener("input", function () { stop(rec); show(rec, parseInt(range.value, 10)); });
+    range.addEventListener("input", function () { var i = parseInt(range.value, 10); stop(rec); show(rec, i); });
     play.addEventListener("click", function () { if (rec.playing) { stop(rec); } else { start(rec); } });
     return box;
   }
@@ -705,10 +728,19 @@
     return rec.queue;
   }
   function renderNow(rec) {
-    var width = Math.max(rec.el.clientWidth || rec.wrap.clientWidth || 300, 200);
+    var width = Math.max(rec.box.clientWidth || rec.wrap.clientWidth || 300, 200);
     rec.width = width;
     var f = adapt(rec.spec, width, theme());
-    rec.el.style.height = (f.layout.height || 450) + "px";
+    var H = f.layout.height || 450;
+    // a diagram drawn at a fixed width (its text placed for that width) is scaled down as a whole
+    var fixed = f.layout.width;
+    var k = fixed && fixed > width ? width / fixed : 1;
+    rec.el.style.width = fixed ? fixed + "px" : "100%";
+    rec.el.style.maxWidth = fixed ? "none" : "";
+    rec.el.style.height = H + "px";
+    rec.el.style.transform = k < 1 ? "scale(" + k + ")" : "";
+    rec.el.style.transformOrigin = "0 0";
+    rec.box.style.height = Math.ceil(H * k) + "px";
     var P = window.Plotly;
     var done = rec.drawn ? P.react(rec.el, f) : P.newPlot(rec.el, f);
     rec.drawn = true;
@@ -734,7 +766,10 @@
     caption.className = "tinytf-figtitle";
     caption.id = id + "-title";
     wrapper.appendChild(caption);
-    wrapper.appendChild(el);
+    var box = document.createElement("div");  // the figure's box: holds a scaled-down diagram
+    box.className = "tinytf-figbox";
+    box.appendChild(el);
+    wrapper.appendChild(box);
     var details = document.createElement("details");
     details.className = "tinytf-figdesc";
     var summary = document.createElement("summary");
@@ -747,7 +782,7 @@
     var frames = spec.frames || [];
     var titles = {};
     frames.forEach(function (fr) { titles[fr.name] = fr.layout && titleText(fr.layout.title); });
-    var rec = { id: id, el: el, wrap: wrapper, spec: spec, caption: caption, desc: desc, frames: frames,
+    var rec = { id: id, el: el, wrap: wrapper, box: box, spec: spec, caption: caption, desc: desc, frames: frames,
                 index: 0, playing: false, timer: null, steps: animSteps(spec), duration: frameDuration(spec) };
     rec.frameTitle = function (i) {
       var t = rec.steps.length ? titles[rec.steps[i].name] : null;
@@ -768,7 +803,7 @@
   function redrawAll(onlyResized) {
     figures.forEach(function (rec) {
       if (!document.body.contains(rec.el)) { return; }
-      var w = Math.max(rec.el.clientWidth || 300, 200);
+      var w = Math.max(rec.box.clientWidth || 300, 200);
       if (onlyResized && Math.abs(w - rec.width) < 2) { return; }
       if (rec.playing) { stop(rec); }
       render(rec);

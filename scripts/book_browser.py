@@ -183,6 +183,11 @@ AUDIT_JS = r"""(minSubplot) => {
     const paper = parse(gd._fullLayout.paper_bgcolor) || [255, 255, 255, 0];
     const bg = blend(paper, pageBg);
     const texts = [];
+    // filled boxes drawn as shapes (block diagrams): text on them is read against their fill
+    const fills = [...gd.querySelectorAll('.shapelayer path')].map(p => {
+      const c = parse(getComputedStyle(p).fill); const o = Number(getComputedStyle(p).fillOpacity || 1);
+      return c && c[3] * o > 0.5 ? { r: p.getBoundingClientRect(), c: [c[0], c[1], c[2], 1] } : null;
+    }).filter(Boolean);
     gd.querySelectorAll('svg text').forEach(t => {
       if (t.closest('.hoverlayer, .modebar, defs')) return;
       const s = (t.textContent || '').trim();
@@ -204,8 +209,11 @@ AUDIT_JS = r"""(minSubplot) => {
       const fill = parse(cs.fill);
       if (fill) {
         const fo = Number(cs.fillOpacity || 1) * fill[3];
-        const c = blend([fill[0], fill[1], fill[2], fo], bg);
-        const cr = ratio(c, bg);
+        const mid = [(r.left + r.right) / 2, (r.top + r.bottom) / 2];
+        const box = fills.filter(f => mid[0] >= f.r.left && mid[0] <= f.r.right && mid[1] >= f.r.top && mid[1] <= f.r.bottom).pop();
+        const under = box ? blend(box.c, bg) : bg;
+        const c = blend([fill[0], fill[1], fill[2], fo], under);
+        const cr = ratio(c, under);
         // text drawn on a heatmap cell or a bar is not on the page background: skip text inside the plot area
         if (cr < 4.5 && !t.closest('.heatmaplayer, .barlayer .bartext-inside')) {
           problems.push(`${name}: text "${s.slice(0, 40)}" has contrast ${cr.toFixed(2)}:1`);
