@@ -86,7 +86,8 @@ def test_sidecar_records_the_corpus_and_the_run(info):
         assert key in info, key
     # the budget was 30 minutes on this project's 2-core machine; wall time depends on what else runs on
     # it (train_seconds, with machine_load_average_5min), the process's CPU time much less
-    assert info.get("train_cpu_seconds", 0) <= 30 * 60
+    if "train_cpu_seconds" in info:  # recorded by runs since this field was added
+        assert info["train_cpu_seconds"] <= 30 * 60
     # the loss curve, for train/validation plots without retraining
     curve = info["curve"]
     assert curve["steps"][0] == 0 and curve["steps"][-1] == info["steps"] and len(curve["steps"]) >= 10
@@ -132,6 +133,9 @@ def test_bad_snapshot_requests():
         P.snapshots(f"{NAME}@step0")
     with pytest.raises(tinytf.TinyTFInputError, match="kind"):
         P.names("vision")
+    with pytest.raises(P.CheckpointError, match="is a text model"):
+        P.sample_input(NAME)
+    assert P.untrained(NAME).config == P.load(NAME).config
 
 
 # ---------------------------------------------------------------------------------------------- quality

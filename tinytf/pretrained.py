@@ -308,6 +308,9 @@ def sample_input(name: str, seed: int = 0, length: Optional[int] = None, text: O
     Induction examples use distinct letters so every previous occurrence is unique."""
     data = info(name)
     task = data.get("task", {})
+    if task.get("name") == "text":
+        raise CheckpointError(f"sample_input: {name!r} is a text model, not a synthetic task; give it any text, "
+                              "e.g. tinytf.encode('Return the number of ')")
     alphabet = task.get("alphabet", T.LETTERS)
     lo, hi = task.get("min_length", 2), task.get("max_length", 16)
     if text is not None:
