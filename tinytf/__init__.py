@@ -55,3 +55,6 @@ from . import textdata  # noqa: E402
 from .generation import top_p_filter, top_k_filter, next_token_probs  # noqa: E402
 from .textdata import bits_per_byte, unigram_bits_per_byte, bigram_bits_per_byte  # noqa: E402
 from . import exercises  # noqa: E402  (the book's implement-and-check exercises: tinytf.exercises.check)
+# Looking inside the text model (issue #12): head-pattern scores and the logit lens.
+from . import heads, lens  # noqa: E402
+from .lens import logit_lens  # noqa: E402
