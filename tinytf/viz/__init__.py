@@ -48,3 +48,8 @@ from .frontier import (cache_context_figure, expert_load, gradient_reach, logit_
 
 __all__ += ["sliding_window_figure", "window_masks", "gradient_reach", "cache_context_figure", "expert_load",
             "router_figure", "logit_growth", "logit_growth_figure"]
+
+# The text model along its training run (issue #12): one head's map at every saved snapshot.
+from .snapshots import snapshot_attention  # noqa: E402
+
+__all__ += ["snapshot_attention"]

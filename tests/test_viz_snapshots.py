@@ -1,0 +1,51 @@
+"""tinytf.viz.snapshots: one head's attention map across the training snapshots; every frame is a trace."""
+import numpy as np
+import pytest
+import torch
+
+import tinytf
+from tinytf import heads
+from tinytf.viz import snapshot_attention
+from tinytf.viz.snapshots import snapshot_models
+
+TEXT = "The cat sat on the mat."
+
+
+@pytest.fixture(scope="module")
+def models():
+    return snapshot_models("text-4l")
+
+
+def test_frames_are_the_snapshots_traces(models):
+    assert list(models) == list(tinytf.pretrained.snapshots("text-4l"))
+    layer, head = 1, 1
+    fig = snapshot_attention(models, TEXT, layer=layer, head=head)
+    assert [f.name for f in fig.frames] == [str(s) for s in models]
+    ids = tinytf.encode(TEXT)
+    T = len(ids)
+    upper = np.triu(np.ones((T, T), dtype=bool), k=1)
+    for frame, (step, model) in zip(fig.frames, models.items()):
+        with torch.no_grad():
+            _, trace = model.run_with_trace(ids)
+        w = trace[f"blocks.{layer}.attn.weights"][0, head].double().numpy()
+        z = np.array(frame.data[0].z, dtype=float)
+        assert np.isnan(z[upper]).all()  # the causal mask: later keys are blank
+        np.testing.assert_array_equal(z[~upper], w[~upper])
+        bars = np.array(frame.data[1].y)
+        assert bars[list(models).index(step)] == pytest.approx(
+            heads.previous_token_score(trace[f"blocks.{layer}.attn.weights"])[head].item())
+    # the first frame is the figure's own data; the slider has one step per snapshot
+    np.testing.assert_array_equal(np.array(fig.data[0].z, dtype=float), np.array(fig.frames[0].data[0].z, dtype=float))
+    assert len(fig.layout.sliders[0].steps) == len(models)
+    assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["▶ Play", "❚❚ Pause"]
+
+
+def test_by_name_and_bad_input(models):
+    fig = snapshot_attention("text-4l", "ab cd", layer=0, head=0)
+    assert len(fig.frames) == len(models)
+    with pytest.raises(tinytf.TinyTFInputError):
+        snapshot_attention(models, TEXT, layer=9)
+    with pytest.raises(tinytf.TinyTFInputError):
+        snapshot_attention(models, TEXT, head=6)
+    with pytest.raises(tinytf.TinyTFInputError):
+        snapshot_attention({}, TEXT)

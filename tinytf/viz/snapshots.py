@@ -1,0 +1,114 @@
+"""One attention head across a training run: the head's map on the same text at every saved snapshot
+(``tinytf.pretrained.snapshots``), one animation frame per snapshot, with Play / Pause and a step slider.
+
+    from tinytf.viz import show, snapshot_attention
+    show(snapshot_attention("text-4l", "The cat sat on the mat.", layer=1, head=1))
+
+Every map is the trace entry ``blocks.{layer}.attn.weights`` of a real forward pass of that snapshot; beside
+it, the head's previous-token score (``tinytf.heads.previous_token_score``) at every snapshot, the current one
+highlighted, so the frame shows both the map and how far the pattern has formed."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..errors import TinyTFInputError
+from ..heads import previous_token_score
+from ..tokens import encode, token_labels
+from .common import FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, make_figure
+
+FRAME_MS = 1200
+
+
+def snapshot_models(name: str) -> dict:
+    """{training step: model} for every snapshot of the shipped checkpoint ``name``."""
+    from .. import pretrained
+
+    return {step: pretrained.load(snap) for step, snap in pretrained.snapshots(name).items()}
+
+
+def snapshot_traces(models: dict, ids) -> dict:
+    """{step: Trace} of each snapshot run on the same ids (no grad)."""
+    out = {}
+    with torch.no_grad():
+        for step, model in models.items():
+            _, out[step] = model.eval().run_with_trace(ids)
+    return out
+
+
+def _controls(names: list, labels: list, frame_ms: int, prefix: str) -> dict:
+    """plotly slider + Play/Pause (the HTML book replaces them by keyboard-operable controls)."""
+    steps = [dict(label=lab, method="animate",
+                  args=[[n], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
+             for n, lab in zip(names, labels)]
+    return dict(
+        sliders=[dict(active=0, steps=steps, x=0.1, len=0.9, y=0, yanchor="top", pad=dict(t=50, b=0),
+                      currentvalue=dict(prefix=prefix, visible=True, xanchor="left"), transition=dict(duration=0))],
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
+                          pad=dict(t=50, r=10), showactive=False, buttons=[
+                              dict(label="▶ Play", method="animate",
+                                   args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
+                                                    transition=dict(duration=0), mode="immediate")]),
+                              dict(label="❚❚ Pause", method="animate",
+                                   args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
+                                                      transition=dict(duration=0))])])],
+    )
+
+
+def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: int = FRAME_MS, title: str = ""):
+    """Animated figure: head ``head`` of block ``layer`` on the bytes of ``text``, one frame per snapshot.
+
+    ``models``: {training step: TinyTransformer} (e.g. ``snapshot_models("text-4l")``) or the name of a
+    shipped checkpoint with snapshots. Frame ``str(step)`` holds the heatmap of the snapshot's traced
+    weights (masked cells left blank) and a bar per snapshot of the head's previous-token
+    score, the current step in orange."""
+    if isinstance(models, str):
+        models = snapshot_models(models)
+    if not isinstance(models, dict) or not models:
+        raise TinyTFInputError("snapshot_attention: expected {step: model} (at least one) or a checkpoint name")
+    steps = list(models)
+    cfg = next(iter(models.values())).config
+    ids = encode(text, cfg.vocab_size) if isinstance(text, str) else torch.as_tensor(text)
+    if not 0 <= layer < cfg.n_layers:
+        raise TinyTFInputError(f"layer {layer} does not exist: the model has {cfg.n_layers} blocks (0..{cfg.n_layers - 1})")
+    if not 0 <= head < cfg.n_heads:
+        raise TinyTFInputError(f"head {head} does not exist: each block has {cfg.n_heads} heads (0..{cfg.n_heads - 1})")
+    traces = snapshot_traces(models, ids)
+    name = f"blocks.{layer}.attn.weights"
+    maps = {s: traces[s][name][0, head] for s in steps}
+    scores = [float(previous_token_score(maps[s][None])[0]) for s in steps]
+    T = ids.shape[-1]
+    lab = axis_labels(token_labels(ids), T)
+    masked = np.triu(np.ones((T, T), dtype=bool), k=1)
+    step_labels = [f"step {s}" for s in steps]
+    frames = []
+    for k, s in enumerate(steps):
+        z = np.where(masked, np.nan, arr(maps[s]))
+        colors = [OKABE_ITO[1] if j == k else OKABE_ITO[0] for j in range(len(steps))]
+        frames.append(dict(name=str(s), data=[
+            dict(type="heatmap", z=z, x=lab, y=lab, coloraxis="coloraxis", xgap=0, ygap=0, name=f"step {s}",
+                 hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"),
+            dict(type="bar", x=step_labels, y=scores, xaxis="x2", yaxis="y2", name="previous-token score",
+                 marker=dict(color=colors), hovertemplate="%{x}: previous-token score %{y:.2f}<extra></extra>"),
+        ], layout=dict(title=dict(text=(
+            f"<b>Layer {layer}, head {head} after {s} training steps</b><br><span style='font-size:12px'>"
+            f"{title or 'attention weights on the same text at every saved snapshot'}</span>")))))
+    cell = 16 if T > 24 else 24
+    side = int(T * cell)
+    layout = dict(
+        font=FONT, height=side + 230, showlegend=False, margin=dict(l=80, r=40, t=90, b=140),
+        title=dict(text=frames[0]["layout"]["title"]["text"], x=0.01, xanchor="left"),
+        xaxis=dict(domain=[0, 0.64], type="category", title=dict(text="key (the byte read)"), fixedrange=True,
+                   tickfont=dict(size=9), tickangle=-90, categoryorder="array", categoryarray=lab),
+        yaxis=dict(domain=[0, 1], type="category", autorange="reversed", title=dict(text="query"), fixedrange=True,
+                   tickfont=dict(size=9), categoryorder="array", categoryarray=lab),
+        xaxis2=dict(domain=[0.78, 1], type="category", fixedrange=True, tickangle=-45, anchor="y2"),
+        yaxis2=dict(domain=[0.15, 1], range=[0, 1], anchor="x2", fixedrange=True, tickvals=[0, 0.5, 1],
+                    title=dict(text="previous-token score")),
+        coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                       colorbar=dict(title=dict(text="weight", side="right"), x=0.655, xanchor="left", len=0.9,
+                                     thickness=10)),
+        plot_bgcolor="white",
+        **_controls([f["name"] for f in frames], step_labels, frame_ms, "after "),
+    )
+    return make_figure(frames[0]["data"], layout, frames)
