@@ -164,7 +164,19 @@ def test_shipped_checkpoints_are_offered(monkeypatch):
     monkeypatch.setattr(pretrained, "names", names)
     monkeypatch.setattr(pretrained, "load", load)
     p = viz.live_panel(text="cat", config=SMALL)
-    assert asked == ["decoder"]  # seq2seq checkpoints do not fit the block views
+    assert asked == ["decoder", "text"]  # seq2seq checkpoints do not fit the block views
     assert list(p.weights.options) == [RANDOM, "trained: toy-decoder"]
     p.weights.value = "trained: toy-decoder"
     assert p.message.value == "" and p.model().config == tiny
+
+
+def test_text_model_is_offered():
+    """The byte-level text model (tinytf.pretrained "text-4l") is in the weights menu with its own label."""
+    label = "trained: text-4l (English bytes)"
+    p = viz.live_panel(text="The cat", config=SMALL, view="attention")
+    assert label in p.weights.options
+    assert "trained: text-4l" not in p.weights.options  # listed once, as a text model
+    assert list(p.weights.options).index(label) > list(p.weights.options).index(RANDOM)
+    p.weights.value = label
+    assert p.message.value == ""
+    assert p.model().config == tinytf.pretrained("text-4l").config

@@ -49,7 +49,9 @@ STATIC_NOTE = (
 
 def _discover_checkpoints() -> dict:
     """Trained decoder-only checkpoints shipped with tinytf (``tinytf.pretrained``), if any:
-    {"trained: <name>": loader}. Seq2seq checkpoints are left out (the views show a decoder block)."""
+    {"trained: <name>": loader} for the synthetic-task decoders, then {"trained: <name> (English bytes)": loader}
+    for the byte-level text models (e.g. text-4l, trained on English docstrings). Seq2seq checkpoints are left
+    out (the views show a decoder block)."""
     try:
         import importlib
 
@@ -57,7 +59,13 @@ def _discover_checkpoints() -> dict:
         names = list(pretrained.names(kind="decoder"))
     except Exception:  # noqa: BLE001 - no checkpoints (or a broken listing) must not break the panel
         return {}
-    return {f"trained: {n}": (lambda n=n: pretrained.load(n)) for n in names}
+    out = {f"trained: {n}": (lambda n=n: pretrained.load(n)) for n in names}
+    try:
+        text_names = [n for n in pretrained.names(kind="text") if n not in names]
+    except Exception:  # noqa: BLE001 - a broken text listing must not hide the decoders
+        text_names = []
+    out.update({f"trained: {n} (English bytes)": (lambda n=n: pretrained.load(n)) for n in text_names})
+    return out
 
 
 @contextlib.contextmanager
