@@ -68,7 +68,7 @@ def rope_rotation_figure(d_head: int = 32, n_positions: int = 16, pairs=(0, 4, 1
     for col, (i, xy) in enumerate(paths.items(), start=1):
         fig.add_trace(go.Scatter(
             x=xy[:, 0].tolist(), y=xy[:, 1].tolist(), mode="markers+text+lines",
-            text=[str(t) if t in (0, 1, 2, n_positions - 1) else "" for t in range(n_positions)],
+            text=_spaced_labels(xy, (0, 1, 2, n_positions - 1)),
             textposition="top right", line=dict(color="#bbbbbb", width=1),
             marker=dict(color=list(range(n_positions)), colorscale=SEQUENTIAL, size=9,
                         showscale=col == len(pairs), colorbar=dict(title="position")),
@@ -80,6 +80,18 @@ def rope_rotation_figure(d_head: int = 32, n_positions: int = 16, pairs=(0, 4, 1
                    "the angle grows with the position: fast pairs turn quickly, slow pairs barely move")
     fig.update_layout(**_LAYOUT, margin=dict(l=40, r=20, t=140, b=40), height=420, title=title)
     return fig
+
+
+def _spaced_labels(xy, wanted, min_dist: float = 0.3) -> list:
+    """Position labels for the points in ``wanted``, leaving out a label whose point lies within
+    ``min_dist`` of one already labelled (a slow pair's positions 0, 1, 2 sit on top of each other)."""
+    labels, placed = [""] * len(xy), []
+    for t in wanted:
+        p = (float(xy[t, 0]), float(xy[t, 1]))
+        if all((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 >= min_dist ** 2 for q in placed):
+            labels[t] = str(t)
+            placed.append(p)
+    return labels
 
 
 def offset_figure(panels: dict, head: int = 0) -> go.Figure:

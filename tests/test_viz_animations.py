@@ -1,0 +1,101 @@
+"""The animations of tinytf.viz.animations draw what tinytf computes: every frame is read from a
+trace, RoPE.rotate, exact_layer_params or the reviewer (issue #13, requirement 7)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tinytf
+from tinytf.errors import TinyTFInputError
+from tinytf.viz import figure_json
+from tinytf.viz.animations import depth_animation, rope_animation, swap_animation, temperature_animation
+from tinytf.viz.positions import rope_pair_paths
+
+
+def _z(trace):
+    return np.asarray(trace["z"], dtype=float)
+
+
+def test_rope_animation_frames_follow_rope_rotate():
+    fig = rope_animation(d_head=16, n_positions=6, pairs=(0, 7))
+    assert [f.name for f in fig.frames] == [str(t) for t in range(6)]
+    paths = rope_pair_paths(16, 6, (0, 7))
+    for t, frame in enumerate(fig.frames):
+        arrows = [d for d in frame.data if d.name and " at position " in d.name]
+        for arrow, i in zip(arrows, (0, 7)):
+            assert np.allclose([arrow.x[1], arrow.y[1]], paths[i][t].numpy(), atol=1e-6)
+    assert fig.layout.sliders and fig.layout.updatemenus  # controls for JupyterLab; the book swaps them
+    figure_json(fig)
+
+
+def test_temperature_one_is_the_models_own_attention():
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer().eval()
+    ids = tinytf.encode("the cat")
+    fig = temperature_animation(model, ids, layer=1, head=2, temperatures=(2.0, 1.0, 0.5))
+    _, trace = model.run_with_trace(ids)
+    w = trace["blocks.1.attn.weights"][0, 2].double().numpy()
+    one = _z(fig.frames[1].data[0])
+    mask = np.isnan(one)
+    assert np.array_equal(mask, w == 0) or mask.sum() == np.triu(np.ones_like(w), 1).sum()
+    assert np.allclose(one[~mask], w[~mask], atol=1e-6)
+    sharp, flat = _z(fig.frames[2].data[0]), _z(fig.frames[0].data[0])
+    assert np.nanmax(sharp, -1).mean() > np.nanmax(one, -1).mean() > np.nanmax(flat, -1).mean()
+    with pytest.raises(TinyTFInputError):
+        temperature_animation(model, ids, head=9)
+    with pytest.raises(TinyTFInputError):
+        temperature_animation(model, ids, temperatures=(0,))
+
+
+def test_depth_animation_reads_the_stream_from_the_trace():
+    tinytf.seed_everything(0)
+    pre = tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=3)).eval()
+    tinytf.seed_everything(0)
+    post = tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=3, norm_position="post")).eval()
+    fig = depth_animation({"pre": pre, "post": post}, "cat")
+    assert len(fig.frames) == 1 + 2 * 3
+    _, trace = post.run_with_trace(tinytf.encode("cat"))
+    last = fig.frames[-1].data[2]  # post: heatmap
+    assert np.allclose(_z(last), trace["blocks.2.resid_post"][0].double().numpy(), atol=1e-6)
+    with pytest.raises(TinyTFInputError):
+        depth_animation({"a": pre, "b": tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=2))}, "cat")
+
+
+def test_swap_animation_counts_parameters_and_gaps():
+    cfg = tinytf.config_2017()
+    steps = [("2017", cfg), ("pre-norm", cfg.replace(norm_position="pre")),
+             ("RMSNorm", cfg.replace(norm_position="pre", norm="rms"))]
+    fig = swap_animation(steps)
+    assert len(fig.frames) == 3
+    for (name, c), frame in zip(steps, fig.frames):
+        exact = tinytf.exact_layer_params(c)
+        assert list(frame.data[0].x) == [exact["attention"], exact["ffn"], exact["norms"]]
+        assert f"{exact['total']:,}" in frame.layout.title.text
+    from tinytf.review import review
+
+    assert list(fig.frames[-1].data[1].x) == [len(review(c)) for _, c in steps]
+    with pytest.raises(TinyTFInputError):
+        swap_animation([])
+
+
+def test_animated_figures_in_the_book():
+    """At least six animated figures across the chapters (the stepper, the KV cache, and one more
+    in each of chapters 1, 2, 5 and 9)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    animated = {}
+    for nb in sorted((root / "chapters").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            for out in cell.get("outputs", []):
+                spec = out.get("data", {}).get("application/vnd.plotly.v1+json")
+                if spec and spec.get("frames"):
+                    animated[nb.stem] = animated.get(nb.stem, 0) + 1
+    assert sum(animated.values()) >= 6, animated
+    for stem in ("01_tokens_embeddings_positions", "02_causal_self_attention", "05_residuals_pre_post_norm",
+                 "09_2017_to_2026"):
+        src = (root / "chapters" / f"{stem}.ipynb").read_text(encoding="utf-8")
+        assert "tinytf.viz.animations import" in src, stem
+    torch.set_num_threads(torch.get_num_threads())
