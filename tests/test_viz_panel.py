@@ -180,3 +180,37 @@ def test_text_model_is_offered():
     p.weights.value = label
     assert p.message.value == ""
     assert p.model().config == tinytf.pretrained("text-4l").config
+
+
+def test_out_of_range_numbers_get_a_message(panel):
+    panel.seed.value = -5
+    assert "seed must be a whole number from 0" in panel.message.value and "-5" in panel.message.value
+    panel.seed.value = 1
+    assert panel.message.value == ""
+    panel.layer.value = 7
+    assert "layer 7 does not exist" in panel.message.value
+    panel.layer.value = 1
+    assert panel.message.value == ""
+
+
+def test_multibyte_characters_get_readable_labels(panel):
+    panel.text.value = "a你"
+    assert panel.message.value == ""
+    assert list(panel.figure.data[0].y) == ["0: a", "1: 你¹", "2: 你²", "3: 你³"]
+
+
+def test_panel_figure_has_the_cell_figures_template(panel):
+    import plotly.io as pio
+
+    assert panel._spec["layout"]["template"] == pio.templates[pio.templates.default].to_plotly_json()
+
+
+def test_note_makes_sense_in_jupyter_too():
+    from tinytf.viz.panel import STATIC_NOTE
+
+    assert "In Jupyter: run this cell" in STATIC_NOTE and "Binder or Colab" in STATIC_NOTE
+    assert "color:#1b1b1b" in STATIC_NOTE  # readable on its light background in a dark JupyterLab too
+
+
+def test_toggle_buttons_fit_their_labels(panel):
+    assert panel.norm.style.button_width == "110px"  # "LayerNorm" was cut to "LayerNo…" at 90px

@@ -41,10 +41,13 @@ VIEWS = {
 }
 RANDOM = "random init (seed)"
 STATIC_NOTE = (
-    '<div class="tinytf-live-note" style="border-left:4px solid #0072B2;padding:6px 10px;background:#f3f7fb;">'
-    "<b>Live panel.</b> This panel needs a live kernel: launch the chapter in Binder or Colab "
-    "(buttons at the top of the page); the static figures above show the same views.</div>"
+    '<div class="tinytf-live-note" style="border-left:4px solid #0072B2;padding:6px 10px;background:#f3f7fb;'
+    'color:#1b1b1b;">'
+    "<b>Live panel.</b> This live panel needs a live kernel. In Jupyter: run this cell and its controls "
+    "appear here. On the book's web page: launch the chapter in Binder or Colab (buttons at the top of "
+    "the page). The figures above show the same views.</div>"
 )
+SEED_MAX = 2**31 - 1
 
 
 def _discover_checkpoints() -> dict:
@@ -100,23 +103,22 @@ class LivePanel(widgets.VBox):
         self.text = widgets.Text(value=text, description="tokens", continuous_update=False,
                                  placeholder="type a few characters", style=style,
                                  layout=widgets.Layout(width="260px"))
-        self.seed = widgets.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed", style=style,
-                                           layout=widgets.Layout(width="200px"))
+        # plain IntText: a value out of range is reported in the panel, never silently clamped
+        self.seed = widgets.IntText(value=seed, description="seed", style=style, layout=widgets.Layout(width="200px"))
         self.weights = widgets.Dropdown(options=[RANDOM] + list(self.checkpoints), value=RANDOM,
                                         description="weights", style=style, layout=widgets.Layout(width="300px"))
         self.norm = widgets.ToggleButtons(options=[("RMSNorm", "rms"), ("LayerNorm", "layer")], value=norm,
-                                          description="norm", style=dict(style, button_width="90px"))
+                                          description="norm", style=dict(style, button_width="110px"))
         self.norm_position = widgets.ToggleButtons(options=[("pre-norm", "pre"), ("post-norm", "post")],
                                                    value=norm_position, description="position",
-                                                   style=dict(style, button_width="90px"))
+                                                   style=dict(style, button_width="110px"))
         self.ffn = widgets.Dropdown(options=[("SwiGLU", "swiglu"), ("ReLU", "relu"), ("GELU", "gelu")], value=ffn,
                                     description="FFN", style=style, layout=widgets.Layout(width="200px"))
         self.head = widgets.Dropdown(options=self._head_options(self.base_config.n_heads), value=head,
                                      description="heads", style=style, layout=widgets.Layout(width="200px"))
         self.view = widgets.Dropdown(options=[(v, k) for k, v in VIEWS.items()], value=view, description="view",
                                      style=style, layout=widgets.Layout(width="300px"))
-        self.layer = widgets.BoundedIntText(value=layer, min=0, max=max(self.base_config.n_layers - 1, 0),
-                                            description="layer", style=style, layout=widgets.Layout(width="160px"))
+        self.layer = widgets.IntText(value=layer, description="layer", style=style, layout=widgets.Layout(width="160px"))
         self.message = widgets.HTML(value="")
         self.out = widgets.Output(layout=widgets.Layout(width="100%"))
         controls = [self.text, self.seed, self.weights, self.norm, self.norm_position, self.ffn, self.head,
@@ -150,6 +152,8 @@ class LivePanel(widgets.VBox):
     def model(self):
         """The model for the current controls (rebuilt only when the config, seed or weights change)."""
         ckpt = self.weights.value
+        if ckpt == RANDOM and not 0 <= int(self.seed.value) <= SEED_MAX:
+            raise TinyTFInputError(f"the seed must be a whole number from 0 to {SEED_MAX}; got {self.seed.value}")
         key = (ckpt, None) if ckpt != RANDOM else (RANDOM, self.config(), int(self.seed.value))
         if key != self._cache_key:
             if ckpt != RANDOM:
@@ -186,18 +190,21 @@ class LivePanel(widgets.VBox):
             with self.head.hold_trait_notifications():
                 self.head.options = self._head_options(cfg.n_heads)
                 self.head.value = keep
-        self.layer.max = cfg.n_layers - 1
-        layer = min(int(self.layer.value), cfg.n_layers - 1)
+        layer = int(self.layer.value)
+        if not 0 <= layer < cfg.n_layers:
+            raise TinyTFInputError(f"layer {layer} does not exist: this model has {cfg.n_layers} layers "
+                                   f"(0..{cfg.n_layers - 1})")
+        labels = readable_labels(self.text.value, ids)
         view = self.view.value
         if view == "stepper":
-            return block_stepper(model, ids, layer=layer)
+            return block_stepper(model, ids, layer=layer, labels=labels)
         if view == "attention":
-            return attention_map(model, ids, layer=layer, heads=self.head.value)
+            return attention_map(model, ids, layer=layer, heads=self.head.value, labels=labels)
         if view == "residual_attn":
-            return residual_view(model, ids, layer=layer, sublayer="attn")
+            return residual_view(model, ids, layer=layer, sublayer="attn", labels=labels)
         if view == "residual_ffn":
-            return residual_view(model, ids, layer=layer, sublayer="ffn")
-        return ffn_expansion(model, ids, layer=layer)
+            return residual_view(model, ids, layer=layer, sublayer="ffn", labels=labels)
+        return ffn_expansion(model, ids, layer=layer, labels=labels)
 
     @property
     def figure(self):
@@ -216,6 +223,7 @@ class LivePanel(widgets.VBox):
             return self._report(f"these settings do not make a valid model: {e}")
         except Exception as e:  # noqa: BLE001 - the panel must never show a traceback
             return self._report(f"could not draw the figure ({type(e).__name__}: {e})")
+        _add_template(spec)  # the same look as a figure shown in a cell (plotly's default template)
         self._spec, self._figure = spec, None
         self.message.value = ""
         if get_ipython() is not None:  # outside a kernel there is nothing to draw into
@@ -231,6 +239,46 @@ class LivePanel(widgets.VBox):
         self.message.value = (f'<div class="tinytf-panel-message" style="color:#a40000;padding:4px 0;">'
                               f"⚠ {html.escape(text.rstrip('.'))}.{kept}</div>")
         return None
+
+
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def readable_labels(text: str, ids) -> list | None:
+    """Axis labels for byte-level ids: a character of several bytes labels each of its bytes with the
+    character and the byte's number ("你¹", "你²", "你³") instead of a byte value ("#228").
+    None (the views' own labels) when the ids are not the text's UTF-8 bytes."""
+    from ..tokens import token_labels
+
+    ids = [int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)]
+    if list(text.encode("utf-8")) != ids:
+        return None
+    base = token_labels(torch.tensor(ids))
+    labels, k = [], 0
+    for ch in text:
+        n = len(ch.encode("utf-8"))
+        if n == 1:
+            labels.append(base[k])
+        else:
+            labels += [ch + str(j + 1).translate(_SUPERSCRIPT) for j in range(n)]
+        k += n
+    return labels
+
+
+_TEMPLATE = None
+
+
+def _add_template(spec) -> None:
+    """Give a figure built as plain dicts the template a go.Figure gets (plotly.io.templates.default)."""
+    global _TEMPLATE
+    layout = spec.get("layout", {})
+    if "template" in layout:
+        return
+    if _TEMPLATE is None:
+        import plotly.io as pio
+
+        _TEMPLATE = pio.templates[pio.templates.default].to_plotly_json()
+    layout["template"] = _TEMPLATE
 
 
 def live_panel(text: str = "cat", seed: int = 0, norm: str = "rms", norm_position: str = "pre",
