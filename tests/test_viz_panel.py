@@ -214,3 +214,20 @@ def test_note_makes_sense_in_jupyter_too():
 
 def test_toggle_buttons_fit_their_labels(panel):
     assert panel.norm.style.button_width == "110px"  # "LayerNorm" was cut to "LayerNo…" at 90px
+
+
+def test_the_live_panel_chapter_executes_under_a_time_limit(tmp_path):
+    """Chapter 6 (its live panel included) executes with nbclient, on a copy, within the chapter time
+    limit of scripts/execute_chapters.py: the panel must not keep nbclient waiting."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    copy = tmp_path / "06_decoder_block.ipynb"
+    shutil.copy(root / "chapters" / "06_decoder_block.ipynb", copy)
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "execute_chapters.py"), "--chapter-timeout", "180",
+                           str(copy)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "live panel" in copy.read_text(encoding="utf-8")
