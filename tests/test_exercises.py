@@ -167,3 +167,10 @@ def test_unknown_exercise_and_describe():
 def test_every_chapter_1_to_10_has_an_exercise():
     assert sorted({e.chapter for e in E.EXERCISES.values()}) == list(range(1, 11))
     assert tinytf.exercises is E
+
+
+def test_sampler_mistakes_name_the_setting():
+    no_top_k = E.check("sampler", lambda logits, t, k: torch.softmax(logits / t, -1))
+    assert not no_top_k and "temperature 1.0, top_k 5" in no_top_k.report()
+    inverted = E.check("sampler", lambda logits, t, k: torch.softmax(logits * t, -1))
+    assert not inverted and "temperature 0.7" in inverted.report()

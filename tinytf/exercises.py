@@ -62,6 +62,9 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "attn.n_heads heads of attn.d_head; no mask, no RoPE"),
     Exercise("grouped_query_attention", 9, "grouped_query_attention(q, k, v)", "z: [B, H, T, D]",
              "k and v have fewer heads than q: query head h uses K/V head h // (H / H_kv); causal mask"),
+    Exercise("sampler", 10, "sampler(logits, temperature, top_k)", "probabilities [B, V], each row summing to 1",
+             "softmax(logits / temperature), then zero every token below the k-th largest (top_k=None: keep all) "
+             "and renormalise"),
     Exercise("kv_cache_step", 10, "kv_cache_step(q, k_past, v_past, k_new, v_new)", "z: [B, H, 1, D]",
              "append the new key and value to the past ones, then one query attends to all of them (no mask needed)"),
 )}
@@ -307,6 +310,30 @@ def _check_kv_cache_step(name, fn, tol):
     return fail if fail is not None else compare(name, got, tr[p + "z"], HEADS, tol, along="head")
 
 
+def _check_sampler(name, fn, tol):
+    from .generation import next_token_probs
+    from .tokens import encode
+
+    model = _model()
+    with torch.no_grad():
+        logits = model(encode("The cat sat"))[-1:] * 40  # [1, V]; scaled so that the settings differ clearly
+    settings = [(1.0, None), (0.7, None), (1.0, 5), (0.5, 20)]
+    for temperature, top_k in settings:
+        got, fail = _call(name, fn, logits, temperature, top_k)
+        if fail is not None:
+            return fail
+        want = next_token_probs(logits, temperature=temperature, top_k=top_k)
+        result = compare(name, got, want, ("batch", "token"), tol, along="token")
+        if not result.passed:
+            result.detail = f"temperature {temperature}, top_k {top_k}: {result.detail}"
+            if len(result.details) and result.details[0].startswith("tokens that differ"):
+                wrong = result.details[0].split(";")[0]
+                result.details[0] = wrong if len(wrong) < 120 else wrong[:117] + "..."
+            return result
+    return CheckResult(name, "passed", f"{len(settings)} settings of temperature and top_k, shape [1, {logits.shape[-1]}], "
+                                       f"max error < {tol:.0e}")
+
+
 _CHECKS = {
     "rope": _check_rope,
     "causal_attention": _check_causal_attention,
@@ -318,6 +345,7 @@ _CHECKS = {
     "cross_attention": _check_cross_attention,
     "grouped_query_attention": _check_gqa,
     "kv_cache_step": _check_kv_cache_step,
+    "sampler": _check_sampler,
 }
 assert set(_CHECKS) == set(EXERCISES)
 
@@ -388,9 +416,17 @@ def _ref_kv_cache_step(q, k_past, v_past, k_new, v_new):
     return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
 
 
+def _ref_sampler(logits, temperature, top_k):
+    scaled = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    return torch.softmax(scaled, dim=-1)
+
+
 REFERENCE = {
     "rope": _ref_rope, "causal_attention": _ref_causal_attention, "rmsnorm": _ref_rmsnorm, "swiglu": _ref_swiglu,
     "post_norm_block": _ref_post_norm_block, "pre_norm_block": _ref_pre_norm_block,
     "parameter_count": _ref_parameter_count, "cross_attention": _ref_cross_attention,
-    "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step,
+    "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step, "sampler": _ref_sampler,
 }
