@@ -1,20 +1,27 @@
 """Seed 001's hard exercise, done for real: the 2017 block vs the 2026 block on the reversal task.
 
-Trains a 4-layer encoder-decoder (4 + 4 layers) with each block for several seeds (same data and
-optimiser per seed; only the block differs; two extra variants make a single swap each), shows a tqdm progress bar per run, prints a summary
-(mean ± std over seeds) and writes every loss curve and metric to
+Trains a 4-layer encoder-decoder (4 + 4 layers, d_model 32) with eight blocks -- the paper's 2017 block
+(sqrt(d_model)-scaled embeddings + sinusoids, post-norm), the 2026 block and six variants in between -- for
+every peak learning rate of a grid and several seeds, all with the paper's recipe scaled to the run (Adam
+0.9/0.98/1e-9, warm-up over 4% of the steps then inverse-square-root decay, Xavier init; see
+tinytf.block_comparison). Shows one tqdm progress bar over all steps, prints the grid and each variant at its
+best rate (chosen on validation sequences), and writes every loss curve and metric to
 tinytf/checkpoints/compare_blocks.json, which chapter 9 loads.
 
-    python scripts/compare_blocks.py                 # the shipped comparison (a few minutes on 2 idle cores)
-    python scripts/compare_blocks.py --quick         # 40 steps, 2 seeds: a smoke test (not written by default)
-    python scripts/compare_blocks.py --steps 800 --seeds 0 1 2 3 4 --out /tmp/longer.json
+    python scripts/compare_blocks.py                 # the shipped sweep (8 variants x 6 rates x 3 seeds)
+    python scripts/compare_blocks.py --quick         # 20 steps, 2 seeds, 2 rates: a smoke test (writes nothing)
+    python scripts/compare_blocks.py --steps 800 --seeds 0 1 2 3 4 --lrs 3e-3 1e-2 --out /tmp/longer.json
 
-Every run trains on one thread, so its numbers are reproducible on one machine; by default two runs
-train at once (``--jobs 2``), one per core.
+Every run trains on one thread, so its numbers are reproducible on one machine. By default the runs train one
+after the other (``--jobs 1``, one core; the shipped sweep took 35 minutes of wall time on a shared 2-core
+machine); ``--jobs 2`` trains two at once, with the same numbers. ``--variants NAME ... --merge`` trains some
+variants and adds them to the existing results file (the shipped file was made so: the seven variants, then
+'2026 + scaled embeddings').
 """
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -24,40 +31,79 @@ import torch
 from tinytf import block_comparison as bc
 
 
+def merge(old: dict, new: dict, order: list) -> dict:
+    """``old`` with the variants of ``new`` added (or replaced); both must have the same task and settings.
+    Each run depends only on its (config, peak rate, seed), so the merged file holds the numbers one
+    invocation with every variant would give; the commands and wall times of both are kept."""
+    if old["task"] != new["task"] or old["settings"] != new["settings"]:
+        raise SystemExit("--merge: the existing results file has other task settings; re-run every variant")
+    merged = dict(old)
+    names = [n for n in order if n in old["runs"] or n in new["runs"]]
+    merged["configs"] = {n: (new if n in new["runs"] else old)["configs"][n] for n in names}
+    merged["runs"] = {n: (new if n in new["runs"] else old)["runs"][n] for n in names}
+    merged["command"] = old["command"].split(" && ")[0] + " && " + new["command"]
+    merged["environment"] = dict(old["environment"], total_seconds=round(
+        old["environment"]["total_seconds"] + new["environment"]["total_seconds"], 1))
+    return merged
+
+
 def main(argv=None) -> int:
     d = bc.DEFAULTS
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=d["steps"])
     p.add_argument("--seeds", type=int, nargs="+", default=list(d["seeds"]))
-    p.add_argument("--lr", type=float, default=d["lr"])
+    p.add_argument("--lrs", type=float, nargs="+", default=list(d["lrs"]), help="peak learning rates (the grid)")
     p.add_argument("--batch-size", type=int, default=d["batch_size"])
     p.add_argument("--d-model", type=int, default=d["d_model"])
     p.add_argument("--threads", type=int, default=1, help="torch threads with --jobs 1 (default 1: reproducible)")
-    p.add_argument("--jobs", type=int, default=2,
-                   help="runs trained at once, one process and one thread each (default 2 = the 2 cores); "
-                        "with --jobs 1 each run shows a per-step progress bar")
-    p.add_argument("--quick", action="store_true", help="40 steps, seeds 0 1; writes nothing unless --out is given")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="runs trained at once, one process and one thread each (default 1)")
+    p.add_argument("--quick", action="store_true",
+                   help="20 steps, seeds 0 1, the first two rates; writes nothing unless --out is given")
     p.add_argument("--out", type=Path, help=f"results file (default {bc.RESULTS_PATH}, except with --quick)")
     p.add_argument("--no-ablations", action="store_true", help="only the 2017 and 2026 blocks")
+    p.add_argument("--variants", nargs="+", metavar="NAME", help=f"train only these variants (of {list(bc.VARIANTS)})")
+    p.add_argument("--merge", action="store_true",
+                   help="add the runs to the existing results file (same settings required), replacing those "
+                        "variants' runs; the file keeps the variants in the order of block_configs()")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     if args.quick:
-        args.steps, args.seeds = 40, [0, 1]
+        args.steps, args.seeds, args.lrs = 20, [0, 1], args.lrs[:2]
     torch.set_num_threads(args.threads)
     configs = bc.block_configs(d_model=args.d_model, ablations=not args.no_ablations)
+    all_configs = dict(configs)
+    if args.variants:
+        unknown = [v for v in args.variants if v not in configs]
+        if unknown:
+            p.error(f"unknown variant(s) {unknown}; choose from {list(configs)}")
+        configs = {k: v for k, v in configs.items() if k in args.variants}
     for name, cfg in configs.items():
         print(f"{name}: {cfg}")
+    n_runs = len(configs) * len(args.lrs) * len(args.seeds)
+    print(f"{n_runs} runs of {args.steps} steps: {len(configs)} variants x {len(args.lrs)} peak rates {args.lrs} "
+          f"x {len(args.seeds)} seeds {args.seeds}", flush=True)
     t0 = time.perf_counter()
-    results = bc.run_comparison(configs, seeds=args.seeds, steps=args.steps, lr=args.lr,
+    results = bc.run_comparison(configs, seeds=args.seeds, steps=args.steps, lrs=args.lrs,
                                 batch_size=args.batch_size, progress=not args.no_progress, jobs=args.jobs)
-    results["command"] = "python scripts/compare_blocks.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    given = argv if argv is not None else sys.argv[1:]
+    args_text = shlex.join(a for a in given if a != "--no-progress")
+    results["command"] = f"python scripts/compare_blocks.py {args_text}".rstrip()
     results["environment"]["total_seconds"] = round(time.perf_counter() - t0, 1)
+    out = args.out if args.out is not None else (None if args.quick else bc.RESULTS_PATH)
+    if args.merge:
+        if out is None:
+            p.error("--merge needs a results file (--out, or no --quick)")
+        results = merge(bc.load_results(out), results, list(all_configs))
+    print(f"wall time {results['environment']['total_seconds']:.0f} s")
+    print("mean eval loss ± std over seeds, every variant at every peak rate ('<': best by validation loss):")
+    print(bc.grid_table(results))
+    print("each variant at its best rate ('*': at an edge of the grid):")
     print(bc.summary_table(results))
     for name in results["runs"]:
         if name != "2017":
-            diffs = ", ".join(f"seed {s}: {d:+.3f}" for s, d in bc.paired_differences(results, "2017", name))
+            diffs = ", ".join(f"seed {s}: {x:+.3f}" for s, x in bc.paired_differences(results, "2017", name))
             print(f"eval loss 2017 - {name}: {diffs}")
-    out = args.out if args.out is not None else (None if args.quick else bc.RESULTS_PATH)
     if out is not None:
         print("wrote", bc.save_results(results, out))
     return 0

@@ -1,84 +1,317 @@
 """tinytf.block_comparison and scripts/compare_blocks.py: the 2017-vs-2026 training comparison of chapter 9."""
+import itertools
 import json
+import math
 
 import pytest
 import torch
+from torch import nn
 
 import tinytf
 from tinytf import block_comparison as bc
+from tinytf.blocks import PostNorm, PreNorm
+from tinytf.models import ScaledEmbedding
+from tinytf.norms import LayerNorm
 
 
-def test_configs_differ_only_in_the_block():
+# ---------------------------------------------------------------------------------------------- the variants
+
+
+def test_the_seven_variants_and_what_separates_them():
     configs = bc.block_configs()
-    assert list(configs) == ["2017", "2017 + pre-norm", "2017 + RoPE", "2026"]
+    assert tuple(configs) == bc.VARIANTS == ("2017", "2017 + pre-norm", "2017 + RoPE", "2017 + pre-norm + RoPE",
+                                             "2026 + post-norm", "2026 + sinusoidal", "2026 + scaled embeddings",
+                                             "2026")
     old, new = configs["2017"], configs["2026"]
-    assert set(old.diff(new)) == {"norm", "norm_position", "ffn", "d_ff", "pos", "bias", "n_kv_heads"}
+    assert set(old.diff(new)) == {"norm", "norm_position", "ffn", "d_ff", "pos", "bias", "n_kv_heads",
+                                  "scale_embeddings"}
     assert configs["2017 + pre-norm"].diff(old) == {"norm_position": ("pre", "post")}
     assert configs["2017 + RoPE"].diff(old) == {"pos": ("rope", "sinusoidal")}
+    assert configs["2017 + pre-norm + RoPE"].diff(old) == {"norm_position": ("pre", "post"),
+                                                           "pos": ("rope", "sinusoidal")}
+    assert configs["2026 + post-norm"].diff(new) == {"norm_position": ("post", "pre")}
+    # the paper's input layer: sinusoids added to sqrt(d)-scaled embeddings
+    assert configs["2026 + sinusoidal"].diff(new) == {"pos": ("sinusoidal", "rope"), "scale_embeddings": (True, False)}
+    assert configs["2026 + scaled embeddings"].diff(new) == {"scale_embeddings": (True, False)}
     assert (old.n_layers, old.encoder_layers, new.n_layers, new.encoder_layers) == (4, 4, 4, 4)
     # SwiGLU at 8/3 d keeps the FFN at about the 2017 block's 8 d^2
     assert abs(3 * new.d_model * new.d_ff - 2 * old.d_model * old.d_ff) <= 3 * new.d_model
+    assert list(bc.block_configs(ablations=False)) == ["2017", "2026"]
 
 
-def test_short_run_is_reproducible_and_complete():
+def test_the_2017_config_is_the_papers_block():
+    old = bc.block_configs()["2017"]
+    assert (old.norm_position, old.norm, old.ffn, old.d_ff, old.pos, old.bias, old.scale_embeddings) == (
+        "post", "layer", "relu", 4 * old.d_model, "sinusoidal", True, True)
+    assert old.n_kv_heads in (None, old.n_heads)
+
+
+def test_the_faithful_2017_model_scales_its_embeddings_and_adds_sinusoids():
+    cfg = bc.block_configs()["2017"]
+    model = bc.build_model(cfg, seed=0).eval()
+    src, tgt = torch.tensor([[70, 71, 72, 1]]), torch.tensor([[2, 72, 71, 70]])
+    _, tr = model.run_with_trace(src, tgt)
+    scale = math.sqrt(cfg.d_model)
+    for part, ids in (("encoder", src), ("decoder", tgt)):
+        embed = getattr(model, part).embed
+        assert isinstance(embed, ScaledEmbedding)
+        assert torch.allclose(tr[f"{part}.tok_embed"], embed.weight[ids] * scale)
+        table = tinytf.sinusoidal_table(ids.shape[1], cfg.d_model)
+        assert torch.allclose(tr[f"{part}.embed"], tr[f"{part}.tok_embed"] + table)
+        # at initialisation token and position vectors have comparable lengths (chapter 1: without the scaling
+        # and with a 0.02 init the position vector is ~36x longer)
+        ratio = table.norm(dim=-1).mean() / tr[f"{part}.tok_embed"].norm(dim=-1).mean()
+        assert 0.4 < ratio < 1.5
+    # post-norm LayerNorm everywhere: the stream leaving each sublayer is a normalised sum
+    blocks = list(model.encoder.blocks) + list(model.decoder.blocks)
+    assert all(isinstance(b.connect, PostNorm) and isinstance(b.norm1, LayerNorm) for b in blocks)
+    x = tr["encoder.blocks.0.resid_pre"]
+    expected = model.encoder.blocks[0].norm1(x + tr["encoder.blocks.0.attn.out"])
+    assert torch.allclose(tr["encoder.blocks.0.resid_mid"], expected, atol=1e-6)
+
+
+def test_the_2026_model_does_not_scale_and_uses_pre_norm():
+    cfg = bc.block_configs()["2026"]
+    model = bc.build_model(cfg, seed=0).eval()
+    src, tgt = torch.tensor([[70, 71, 1]]), torch.tensor([[2, 71, 70]])
+    _, tr = model.run_with_trace(src, tgt)
+    assert type(model.encoder.embed) is nn.Embedding
+    assert torch.equal(tr["encoder.tok_embed"], model.encoder.embed.weight[src])
+    assert all(isinstance(b.connect, PreNorm) for b in model.decoder.blocks)
+    sin = bc.build_model(bc.block_configs()["2026 + sinusoidal"], seed=0)
+    assert isinstance(sin.decoder.embed, ScaledEmbedding)
+
+
+def test_build_model_does_not_scale_twice():
+    """If EncoderDecoder ever honours scale_embeddings itself, build_model must not scale again."""
+    cfg = bc.block_configs()["2017"]
+    model = bc.build_model(cfg, seed=0)
+    embed = model.encoder.embed
+    bc._scale_embeddings(model)
+    assert model.encoder.embed is embed
+
+
+def test_paper_init():
+    cfg = bc.block_configs()["2017"]
+    model = bc.build_model(cfg, seed=0)
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Linear):
+            fan_out, fan_in = m.weight.shape
+            bound = math.sqrt(6 / (fan_in + fan_out))  # Xavier/Glorot uniform
+            assert m.weight.abs().max() <= bound, name
+            assert abs(m.weight.std().item() - bound / math.sqrt(3)) < 0.25 * bound / math.sqrt(3), name
+            assert m.bias is None or torch.equal(m.bias, torch.zeros_like(m.bias)), name
+    for embed in (model.encoder.embed, model.decoder.embed):
+        assert abs(embed.weight.std().item() - cfg.d_model ** -0.5) < 0.1 * cfg.d_model ** -0.5
+    # seeded: the same seed gives the same weights, another seed others; the caller's RNG is untouched
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    again = bc.build_model(cfg, seed=0)
+    assert torch.equal(torch.rand(1), before)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
+    other = bc.build_model(cfg, seed=1)
+    assert not torch.equal(other.encoder.embed.weight, model.encoder.embed.weight)
+
+
+def test_schedule_is_the_papers_inverse_square_root():
+    assert bc.warmup_steps(400) == 16 and bc.warmup_steps(100_000) == 4_000 and bc.warmup_steps(3) == 1
+    peak, w = 1e-2, 16
+    rates = [bc.lr_at(s, peak, w) for s in range(400)]
+    assert rates[w - 1] == pytest.approx(peak) and max(rates) == pytest.approx(peak)
+    assert rates[0] == pytest.approx(peak / w) and rates[7] == pytest.approx(peak * 8 / w)  # linear warm-up
+    assert rates[4 * w - 1] == pytest.approx(peak / 2)  # n = 4W: sqrt(W / n) = 1/2
+    # the paper's own formula, d^-0.5 * min(n^-0.5, n W^-1.5), has the same shape
+    d = 512
+    for n in (1, 100, 4000, 10_000):
+        paper = d ** -0.5 * min(n ** -0.5, n * 4000 ** -1.5)
+        assert bc.lr_at(n - 1, d ** -0.5 * 4000 ** -0.5, 4000) == pytest.approx(paper)
+
+
+def test_training_uses_the_papers_adam(monkeypatch):
+    seen = {}
+    real = torch.optim.Adam
+
+    def spy(params, **kwargs):
+        seen.update(kwargs)
+        return real(params, **kwargs)
+
+    monkeypatch.setattr(torch.optim, "Adam", spy)
+    r = bc.train_one(bc.block_configs()["2017"], seed=0, lr=1e-3, steps=2, eval_samples=6)
+    assert seen["betas"] == (0.9, 0.98) and seen["eps"] == 1e-9 and seen.get("weight_decay", 0) == 0
+    assert r["lr"] == 1e-3 and len(r["losses"]) == 2 and not r["diverged"]
+    assert set(r["metrics"]) >= {"loss", "token_accuracy", "exact_match"} and r["val_metrics"] != r["metrics"]
+
+
+def test_a_diverging_run_is_stopped_and_marked(monkeypatch):
+    from tinytf import train as TR
+
+    real, calls = TR.seq2seq_loss, []
+
+    def loss_fn(model, batch):
+        loss, logits = real(model, batch)
+        calls.append(1)
+        return (loss * float("nan") if len(calls) == 3 else loss), logits
+
+    monkeypatch.setattr(TR, "seq2seq_loss", loss_fn)
+    r = bc.train_one(bc.block_configs()["2026"], seed=0, lr=1e-3, steps=5, eval_samples=6)
+    assert r["diverged"] and len(r["losses"]) == 2 and r["metrics"] is None and r["final_loss"] is None
+    json.dumps(r, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------------------------- the sweep
+
+
+def test_short_sweep_is_reproducible_and_complete():
     configs = bc.block_configs(ablations=False)
-    a = bc.run_comparison(configs, seeds=[0, 1], steps=3, eval_samples=6, progress=False)
-    b = bc.run_comparison(configs, seeds=[0, 1], steps=3, eval_samples=6, progress=False)
+    a = bc.run_comparison(configs, seeds=[0, 1], lrs=[1e-3, 4e-3], steps=3, eval_samples=6, progress=False)
+    b = bc.run_comparison(configs, seeds=[0, 1], lrs=[1e-3, 4e-3], steps=3, eval_samples=6, progress=False)
+
     def numbers(res):  # everything but the wall time
         return {k: [{f: v for f, v in r.items() if f != "seconds"} for r in runs] for k, runs in res["runs"].items()}
 
     assert numbers(a) == numbers(b)
-    assert [r["seed"] for r in a["runs"]["2026"]] == [0, 1]
+    for name in configs:
+        assert [(r["lr"], r["seed"]) for r in a["runs"][name]] == [(1e-3, 0), (1e-3, 1), (4e-3, 0), (4e-3, 1)]
     assert a["runs"]["2017"][0]["losses"] != a["runs"]["2017"][1]["losses"]  # seeds differ
     assert all(len(r["losses"]) == 3 for runs in a["runs"].values() for r in runs)
     assert bc.is_finite(a)
-    json.dumps(a)  # JSON-able
+    json.dumps(a, allow_nan=False)  # JSON-able
     assert {k: tinytf.TinyConfig(**v) for k, v in a["configs"].items()} == configs
+    assert a["settings"]["lrs"] == [1e-3, 4e-3] and a["settings"]["warmup_steps"] == 1
+    assert set(bc.best_lrs(a)) == set(configs)
 
 
 def test_two_processes_give_the_same_numbers_as_one():
     configs = bc.block_configs(ablations=False)
-    one = bc.run_comparison(configs, seeds=[0], steps=2, eval_samples=6, progress=False)
-    two = bc.run_comparison(configs, seeds=[0], steps=2, eval_samples=6, progress=False, jobs=2)
+    one = bc.run_comparison(configs, seeds=[0], lrs=2e-3, steps=2, eval_samples=6, progress=False)
+    two = bc.run_comparison(configs, seeds=[0], lrs=2e-3, steps=2, eval_samples=6, progress=False, jobs=2)
     for name in configs:
         assert [r["losses"] for r in one["runs"][name]] == [r["losses"] for r in two["runs"][name]]
 
 
+def test_the_script_runs(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "compare_blocks.py"
+    spec = importlib.util.spec_from_file_location("compare_blocks_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "r.json"
+    assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--no-ablations",
+                        "--no-progress", "--out", str(out)]) == 0
+    r = bc.load_results(out)
+    assert r["command"].endswith("--out " + str(out)) and len(r["runs"]["2017"]) == 4
+    assert "best rate" in capsys.readouterr().out
+    # --merge adds a variant's runs (here: replaces 2026's with the same numbers) and keeps the order
+    assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--no-ablations",
+                        "--variants", "2026", "--merge", "--no-progress", "--out", str(out)]) == 0
+    merged = bc.load_results(out)
+    assert list(merged["runs"]) == ["2017", "2026"] and "--variants 2026 --merge" in merged["command"]
+    assert [x["losses"] for x in merged["runs"]["2026"]] == [x["losses"] for x in r["runs"]["2026"]]
+
+
+# ---------------------------------------------------------------------------------------------- the shipped results
+
+
+def test_shipped_results_hold_every_variant_rate_and_seed():
+    r = bc.load_results()
+    d = bc.DEFAULTS
+    s = r["settings"]
+    assert s["steps"] == d["steps"] and s["seeds"] == list(d["seeds"]) and s["lrs"] == list(d["lrs"])
+    assert len(s["seeds"]) >= 3 and len(s["lrs"]) >= 4
+    assert s["warmup_steps"] == bc.warmup_steps(d["steps"]) and s["optimizer"] == bc.RECIPE["optimizer"]
+    assert tuple(r["runs"]) == bc.VARIANTS
+    assert bc.configs_of(r) == bc.block_configs()
+    for name, runs in r["runs"].items():
+        assert sorted((x["lr"], x["seed"]) for x in runs) == sorted(itertools.product(s["lrs"], s["seeds"])), name
+        for x in runs:
+            assert x["diverged"] or (len(x["losses"]) == d["steps"] and x["metrics"] is not None)
+            assert all(math.isfinite(v) for v in x["losses"])
+    best = bc.best_lrs(r)
+    assert set(best) == set(bc.VARIANTS) and all(lr in s["lrs"] for lr in best.values())
+    for name, runs in bc.best_runs(r).items():  # the chosen rate never has a diverged seed
+        assert len(runs) == len(s["seeds"]) and not any(x["diverged"] for x in runs)
+
+
+def test_shipped_best_rates_are_the_lowest_mean_validation_loss():
+    r = bc.load_results()
+    for name, lr in bc.best_lrs(r).items():
+        means = {}
+        for rate in r["settings"]["lrs"]:
+            runs = [x for x in r["runs"][name] if x["lr"] == rate]
+            if not any(x["diverged"] for x in runs):
+                means[rate] = sum(x["val_metrics"]["loss"] for x in runs) / len(runs)
+        assert lr == min(means, key=means.get), name
+
+
+# ---------------------------------------------------------------------------------------------- reading results
+
+
+def run(seed, lr, val, test, exact=0.0, diverged=False):
+    if diverged:
+        return {"seed": seed, "lr": lr, "parameters": 10, "losses": [3.0], "final_loss": None, "diverged": True,
+                "metrics": None, "val_metrics": None}
+    return {"seed": seed, "lr": lr, "parameters": 10, "losses": [3.0, 2.0 + seed, test], "final_loss": test,
+            "diverged": False, "val_metrics": {"loss": val, "token_accuracy": 0.5, "exact_match": exact},
+            "metrics": {"loss": test, "token_accuracy": 0.5, "exact_match": exact}}
+
+
 def fake_results():
-    runs = {"2017": [{"seed": s, "parameters": 10, "losses": [3.0, 2.0 + s, 1.0], "final_loss": 1.0 + s,
-                      "metrics": {"loss": 2.0 + s, "token_accuracy": 0.1, "exact_match": 0.0}} for s in (0, 1, 2)],
-            "2026": [{"seed": s, "parameters": 8, "losses": [3.0, 1.0, 0.5 + s], "final_loss": 0.5 + s,
-                      "metrics": {"loss": 1.0 + s / 2, "token_accuracy": 0.9, "exact_match": 0.5}} for s in (0, 1, 2)]}
-    return {"settings": {}, "configs": {}, "runs": runs}
+    """A: validation prefers lr 0.01 although the evaluation loss is lower at 0.001 (the choice must use
+    validation); lr 0.1 diverges in one seed. B: best at 0.1; 0.01 and 0.001 tie on validation."""
+    runs = {"A": [run(s, 0.001, 2.0 + s, 1.0 + s) for s in (0, 1, 2)]
+            + [run(s, 0.01, 1.5 + s, 1.5 + s, exact=0.5) for s in (0, 1, 2)]
+            + [run(0, 0.1, 0.1, 0.1), run(1, 0.1, 0.1, 0.1, diverged=True), run(2, 0.1, 0.1, 0.1)],
+            "B": [run(s, 0.001, 3.0, 3.0) for s in (0, 1, 2)] + [run(s, 0.01, 3.0, 2.5) for s in (0, 1, 2)]
+            + [run(s, 0.1, 1.0 + s / 2, 1.0 + s / 2) for s in (0, 1, 2)]}
+    return {"settings": {"lrs": [0.001, 0.01, 0.1], "seeds": [0, 1, 2]}, "configs": {}, "runs": runs}
 
 
-def test_summary_statistics():
-    s = bc.summarise(fake_results())
-    assert s["2017"]["eval_loss"] == {"mean": 3.0, "std": 1.0, "min": 2.0, "max": 4.0, "n": 3}
-    assert s["2026"]["parameters"] == 8
-    assert bc.paired_differences(fake_results()) == [(0, 1.0), (1, 1.5), (2, 2.0)]
-    table = bc.summary_table(fake_results())
-    assert "2017" in table and "3.000  1.000  2.000 .. 4.000" in table
+def test_best_lr_selection():
+    r = fake_results()
+    assert bc.best_lrs(r) == {"A": 0.01, "B": 0.1}
+    r["runs"]["B"] = [x for x in r["runs"]["B"] if x["lr"] != 0.1]
+    r["settings"]["lrs"] = [0.001, 0.01, 0.1]
+    with pytest.raises(tinytf.TinyTFInputError, match="no runs at lr 0.1"):
+        bc.best_lrs(r)
+    r["settings"]["lrs"] = [0.001, 0.01]
+    assert bc.best_lrs(r)["B"] == 0.001  # a tie goes to the smaller rate
+    r["runs"]["A"] = [run(s, lr, 1.0, 1.0, diverged=True) for s in (0, 1, 2) for lr in (0.001, 0.01)]
+    with pytest.raises(tinytf.TinyTFInputError, match="diverged at every learning rate"):
+        bc.best_lrs(r)
+
+
+def test_cells_summaries_and_tables():
+    r = fake_results()
+    st = bc.cell_stats(r, "A", 0.1)
+    assert st["diverged"] == 1 and st["n"] == 2 and st["mean"] == 0.1
+    s = bc.summarise(r)
+    assert s["A"]["lr"] == 0.01 and not s["A"]["at_edge"] and s["B"]["at_edge"]
+    assert s["A"]["eval_loss"] == {"mean": 2.5, "std": 1.0, "min": 1.5, "max": 3.5, "n": 3, "diverged": 0}
+    assert s["A"]["exact_match"]["mean"] == 0.5 and s["B"]["parameters"] == 10
+    assert bc.summarise(r, lrs=0.001)["A"]["eval_loss"]["mean"] == 2.0  # one rate for all
+    assert bc.summarise(r, lrs={"A": 0.1, "B": 0.01})["A"]["eval_loss"]["diverged"] == 1
+    table = bc.summary_table(r)
+    assert "2.50 ± 1.00" in table and "0.1*" in table and "50 (50-50)" in table
+    grid = bc.grid_table(r)
+    assert "2.50 ± 1.00 <" in grid and "0.10 ± 0.00!" in grid
+    assert bc.paired_differences(r, "A", "B") == [(0, 0.5), (1, 1.0), (2, 1.5)]
+    # seed 1 of A diverged at 0.1
+    assert bc.paired_differences(r, "A", "B", lrs=0.1) == [(0, pytest.approx(-0.9)), (2, pytest.approx(-1.9))]
+    assert bc.ranking_by_seed(r) == {0: ["B", "A"], 1: ["B", "A"], 2: ["B", "A"]}
+    assert bc.beats_in_every_seed(r) == [("B", "A")]
+    assert [x["lr"] for x in bc.best_runs(r)["A"]] == [0.01] * 3
 
 
 def test_curve_band_and_smoothing():
     assert bc.smooth([1, 3, 5, 7], window=2) == [1, 2, 4, 6]
-    band = bc.curve_band(fake_results()["runs"]["2017"], window=1)
+    band = bc.curve_band([run(s, 0.01, 1.0, 1.0) for s in (0, 1, 2)], window=1)
     assert band["mean"] == [3.0, 3.0, 1.0] and band["min"] == [3.0, 2.0, 1.0] and band["max"] == [3.0, 4.0, 1.0]
 
 
-def test_shipped_results_load_and_match_the_defaults():
-    r = bc.load_results()
-    d = bc.DEFAULTS
-    assert r["settings"]["steps"] == d["steps"] and r["settings"]["seeds"] == list(d["seeds"])
-    assert len(r["settings"]["seeds"]) >= 3
-    assert bc.configs_of(r) == bc.block_configs()
-    for runs in r["runs"].values():
-        assert [x["seed"] for x in runs] == list(d["seeds"]) and all(len(x["losses"]) == d["steps"] for x in runs)
-    assert bc.is_finite(r)
-
-
-def test_bad_results_file(tmp_path):
+def test_bad_input_and_results_files(tmp_path):
     with pytest.raises(tinytf.TinyTFInputError, match="does not exist"):
         bc.load_results(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{not json")
@@ -87,5 +320,12 @@ def test_bad_results_file(tmp_path):
     (tmp_path / "other.json").write_text("{}")
     with pytest.raises(tinytf.TinyTFInputError, match="no 'settings'"):
         bc.load_results(tmp_path / "other.json")
+    (tmp_path / "old.json").write_text(json.dumps({"settings": {"lr": 0.003}, "configs": {}, "runs": {}}))
+    with pytest.raises(tinytf.TinyTFInputError, match="learning-rate grid"):
+        bc.load_results(tmp_path / "old.json")
     with pytest.raises(tinytf.TinyTFInputError, match="seed"):
         bc.run_comparison(seeds=[], progress=False)
+    with pytest.raises(tinytf.TinyTFInputError, match="learning rate"):
+        bc.run_comparison(lrs=[], progress=False)
+    with pytest.raises(tinytf.TinyTFInputError, match="no variant"):
+        bc.runs_at(fake_results(), "C", 0.1)

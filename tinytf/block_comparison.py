@@ -1,20 +1,42 @@
-"""The 2017 block against the 2026 block, measured (seed 001's hard exercise).
+"""The 2017 block against the 2026 block, measured (seed 001's hard exercise; chapter 9, section 9.3).
 
-A 4-layer encoder-decoder (4 encoder + 4 decoder layers) is trained on the toy reversal task of
-``tinytf.tasks`` with the 2017 block and with the 2026 block, several seeds each, same data, same
-optimiser and learning-rate schedule. Only the block changes:
+A 4-layer encoder-decoder (4 encoder + 4 decoder layers, d_model 32) is trained on the toy reversal task of
+``tinytf.tasks`` with eight blocks, several seeds and several peak learning rates each. Every run uses one
+training recipe, the one of "Attention Is All You Need" scaled to a 400-step run, so that only the block differs:
 
-* 2017: post-norm, LayerNorm, ReLU MLP with d_ff = 4 d, sinusoidal positions, biases, multi-head attention;
-* 2026: pre-norm, RMSNorm, SwiGLU with d_ff = 8/3 d (the same FFN parameter count), RoPE, no biases,
-  grouped-query attention;
+* **the 2017 block, as in the paper**: post-norm, LayerNorm, ReLU MLP with d_ff = 4 d, biases, multi-head
+  attention, sinusoidal positions added to the token embeddings *multiplied by sqrt(d_model)*
+  (``scale_embeddings=True``; section 3.4 of the paper);
+* **the 2026 block**: pre-norm, RMSNorm, SwiGLU with d_ff = 8/3 d (the same FFN parameter count), RoPE,
+  no biases, grouped-query attention (2 key/value heads), no embedding scaling;
+* the variants that separate the causes: 2017 + pre-norm, 2017 + RoPE, 2017 + pre-norm + RoPE,
+  2026 + post-norm, 2026 + sinusoidal (the paper's input layer: sinusoids added to sqrt(d)-scaled embeddings)
+  and 2026 + scaled embeddings (RoPE kept, only the sqrt(d) scaling added).
 
-plus two variants that make a single swap to the 2017 block (pre-norm only; RoPE only), to see
-which change carries a difference.
+The recipe (``RECIPE``), for every variant:
 
-``scripts/compare_blocks.py`` runs the full comparison and writes
-``tinytf/checkpoints/compare_blocks.json``, which ``load_results()`` reads back (it ships with the
-package, so the chapter works without retraining). ``run_comparison`` is the same code a chapter can
-call for a very short live run.
+* initialisation as in the paper's reference code (tensor2tensor): every Linear weight Glorot/Xavier-uniform
+  (t2t's "uniform_unit_scaling", gain 1), biases 0, token embeddings N(0, d_model^-1/2), norm gains 1;
+* Adam with beta1 0.9, beta2 0.98, eps 1e-9, no weight decay, no gradient clipping;
+* the paper's schedule: linear warm-up, then decay with the inverse square root of the step,
+  ``lr(n) = peak * min(n / W, sqrt(W / n))``; the paper warms up for 4,000 of its 100,000 steps, so W is
+  the same 4% of the run (16 of 400 steps);
+* no dropout and no label smoothing: every batch is freshly drawn, so there is nothing to regularise, and
+  label smoothing would change the loss being compared;
+* peak learning rates from a grid (``DEFAULTS["lrs"]``): the paper's own formula (d^-1/2 W^-1/2) assumes
+  its own size and run length, so each variant is trained at every grid value and shown at its best one.
+
+The best learning rate of a variant is the grid value with the lowest mean *validation* loss over the seeds
+(sequences drawn with ``VAL_SEED``); the reported numbers come from another fresh set (``EVAL_SEED``), so
+choosing the rate does not flatter the number reported.
+
+``scripts/compare_blocks.py`` runs the sweep and writes ``tinytf/checkpoints/compare_blocks.json``, which
+``load_results()`` reads back (it ships with the package, so the chapter works without retraining).
+``run_comparison`` is the same code a chapter can call for a very short live run.
+
+Note: ``EncoderDecoder`` builds plain ``nn.Embedding`` layers whatever ``TinyConfig.scale_embeddings`` says;
+``build_model`` here replaces them by ``tinytf.models.ScaledEmbedding`` (the decoder-only model's Gemma-style
+sqrt(d_model) embedding) when the config asks for scaling, unless they are scaled already.
 """
 from __future__ import annotations
 
@@ -22,9 +44,11 @@ import json
 import math
 import platform
 import statistics
+import time
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from . import tasks as T
 from .config import TinyConfig, config_2017, config_2026
@@ -32,9 +56,32 @@ from .errors import TinyTFInputError
 
 RESULTS_PATH = Path(__file__).parent / "checkpoints" / "compare_blocks.json"
 
+#: the reported metrics come from sequences drawn with EVAL_SEED (= tinytf.train.EVAL_SEED); the learning rate
+#: is chosen on sequences drawn with VAL_SEED; training batches use the small run seeds
+EVAL_SEED = 10_000
+VAL_SEED = 20_000
+
+#: the seven variants, in the order the chapter shows them
+VARIANTS = ("2017", "2017 + pre-norm", "2017 + RoPE", "2017 + pre-norm + RoPE", "2026 + post-norm",
+            "2026 + sinusoidal", "2026 + scaled embeddings", "2026")
+
 #: settings of the shipped comparison (scripts/compare_blocks.py uses these unless told otherwise)
-DEFAULTS = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=4, steps=400, lr=3e-3, batch_size=32,
-                seeds=(0, 1, 2), min_length=3, max_length=8, eval_samples=256)
+DEFAULTS = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=4, steps=400,
+                lrs=(1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2), batch_size=32, seeds=(0, 1, 2),
+                min_length=3, max_length=8, eval_samples=256, warmup_fraction=0.04)
+
+RECIPE = {
+    "optimizer": "Adam(beta1 0.9, beta2 0.98, eps 1e-9), no weight decay, no gradient clipping",
+    "schedule": "peak * min(n / W, sqrt(W / n)) at step n = 1, 2, ...: linear warm-up over W steps, then "
+                "inverse square root; W = 4% of the steps (the paper: 4,000 of 100,000)",
+    "init": "Linear weights Xavier/Glorot uniform, biases 0, token embeddings N(0, d_model^-0.5), norm gains 1 "
+            "(the paper's reference code, tensor2tensor)",
+    "regularisation": "none (no dropout, no label smoothing): every training batch is freshly drawn",
+    "lr_choice": "per variant, the peak lr with the lowest mean validation loss over seeds (validation "
+                 "sequences drawn with VAL_SEED); reported metrics on other sequences (EVAL_SEED)",
+}
+BETAS = (0.9, 0.98)
+ADAM_EPS = 1e-9
 
 
 def swiglu_d_ff(d_model: int) -> int:
@@ -45,101 +92,216 @@ def swiglu_d_ff(d_model: int) -> int:
 def block_configs(d_model: int = DEFAULTS["d_model"], n_heads: int = DEFAULTS["n_heads"],
                   n_kv_heads: int = DEFAULTS["n_kv_heads"], n_layers: int = DEFAULTS["n_layers"],
                   max_length: int = DEFAULTS["max_length"], ablations: bool = True) -> dict:
-    """{'2017': TinyConfig, '2026': TinyConfig} for the comparison: same width, depth and heads. With
-    ``ablations`` also two single swaps of the 2017 block: '2017 + pre-norm' and '2017 + RoPE'."""
+    """{name: TinyConfig} for the comparison, in the order of ``VARIANTS``: same width, depth and heads.
+
+    '2017' is the paper's block (sqrt(d_model)-scaled embeddings + sinusoids, post-norm LayerNorm, ReLU 4x,
+    biases), '2026' the modern one. With ``ablations`` also the six variants in between: '2017 + pre-norm',
+    '2017 + RoPE', '2017 + pre-norm + RoPE', '2026 + post-norm', '2026 + sinusoidal' (sinusoids added to
+    sqrt(d_model)-scaled embeddings, the paper's input layer) and '2026 + scaled embeddings' (RoPE kept, only
+    the sqrt(d_model) scaling added: separates the two changes of '2026 + sinusoidal'). Without: only '2017'
+    and '2026'."""
     common = dict(vocab_size=T.VOCAB_SIZE, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                   max_seq_len=max(32, max_length + 1))
-    old = config_2017(**common, d_ff=4 * d_model)
-    configs = {"2017": old}
-    if ablations:  # one swap each, to see which change carries the difference
-        configs["2017 + pre-norm"] = old.replace(norm_position="pre")
-        configs["2017 + RoPE"] = old.replace(pos="rope")
-    configs["2026"] = config_2026(**common, d_ff=swiglu_d_ff(d_model), n_kv_heads=n_kv_heads)
-    return configs
+    old = config_2017(**common, d_ff=4 * d_model, scale_embeddings=True)
+    new = config_2026(**common, d_ff=swiglu_d_ff(d_model), n_kv_heads=n_kv_heads)
+    if not ablations:
+        return {"2017": old, "2026": new}
+    return {
+        "2017": old,
+        "2017 + pre-norm": old.replace(norm_position="pre"),
+        "2017 + RoPE": old.replace(pos="rope"),
+        "2017 + pre-norm + RoPE": old.replace(norm_position="pre", pos="rope"),
+        "2026 + post-norm": new.replace(norm_position="post"),
+        "2026 + sinusoidal": new.replace(pos="sinusoidal", scale_embeddings=True),
+        "2026 + scaled embeddings": new.replace(scale_embeddings=True),
+        "2026": new,
+    }
 
 
-def train_one(cfg: TinyConfig, seed: int, steps: int, lr: float, batch_size: int, min_length: int,
-              max_length: int, eval_samples: int, progress: bool = False, threads=None) -> dict:
-    """One run: a fresh EncoderDecoder initialised under ``seed``, trained on batches drawn with ``seed``."""
+# ---------------------------------------------------------------------------------------------- one run
+
+
+def warmup_steps(steps: int, fraction: float = DEFAULTS["warmup_fraction"]) -> int:
+    """W of the schedule: ``fraction`` of the run (the paper: 4,000 / 100,000), at least one step."""
+    return max(1, round(fraction * steps))
+
+
+def lr_at(step: int, peak: float, warmup: int) -> float:
+    """The paper's schedule at 0-based ``step`` (n = step + 1): peak * min(n / W, sqrt(W / n)).
+
+    The paper writes it d_model^-0.5 * min(n^-0.5, n * W^-1.5), whose peak at n = W is d^-0.5 W^-0.5; here
+    the peak is a parameter (the learning-rate grid) and the shape is the same."""
+    n = step + 1
+    return peak * min(n / warmup, math.sqrt(warmup / n))
+
+
+def paper_init(model: nn.Module) -> nn.Module:
+    """Initialise ``model`` in place as the paper's reference code (tensor2tensor) does: Linear weights
+    Xavier/Glorot uniform (t2t "uniform_unit_scaling", gain 1.0: fan_avg, uniform), biases 0, embedding rows
+    N(0, d_model^-0.5) (t2t's embedding initialiser; with the sqrt(d_model) scaling the lookup then has unit
+    variance per component), norm gains 1 and offsets 0. Uses the global torch RNG."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, 0.0, m.embedding_dim ** -0.5)
+    return model
+
+
+def _scale_embeddings(model) -> None:
+    """Give the encoder and decoder of an EncoderDecoder sqrt(d_model)-scaled embeddings (if not already)."""
+    from .models import ScaledEmbedding
+
+    for part in (model.encoder, model.decoder):
+        if not isinstance(part.embed, ScaledEmbedding):
+            part.embed = ScaledEmbedding(part.embed.num_embeddings, part.embed.embedding_dim)
+
+
+def build_model(cfg: TinyConfig, seed: int):
+    """A fresh EncoderDecoder for ``cfg``, initialised by ``paper_init`` under ``seed`` (the caller's RNG state
+    is left alone). With ``cfg.scale_embeddings`` its token embeddings are multiplied by sqrt(d_model)."""
+    from .models import EncoderDecoder
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = EncoderDecoder(cfg)
+        if cfg.scale_embeddings:
+            _scale_embeddings(model)
+        paper_init(model)
+    if cfg.tie_embeddings:
+        model.lm_head.weight = model.decoder.embed.weight
+    return model
+
+
+def _rounded(metrics: dict) -> dict:
+    return {k: (round(v, 5) if isinstance(v, float) else v) for k, v in metrics.items()}
+
+
+def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["steps"],
+              batch_size: int = DEFAULTS["batch_size"], min_length: int = DEFAULTS["min_length"],
+              max_length: int = DEFAULTS["max_length"], eval_samples: int = DEFAULTS["eval_samples"],
+              warmup_fraction: float = DEFAULTS["warmup_fraction"], bar=None, threads=None) -> dict:
+    """One run: ``build_model(cfg, seed)`` trained with the recipe at peak rate ``lr`` on reversal batches drawn
+    from a generator seeded with ``seed``, then evaluated on fresh sequences (``VAL_SEED`` and ``EVAL_SEED``).
+
+    A run whose loss stops being finite is stopped there and marked ``diverged`` (its metrics are None).
+    ``bar``: a tqdm bar advanced by one per step."""
     from . import train as TR
 
     if threads is not None:
         torch.set_num_threads(threads)
     task = T.ReversalTask(min_length=min_length, max_length=max_length)
-    model = TR.build_model("seq2seq", cfg, seed)
-    history = TR.train(model, task, steps=steps, lr=lr, batch_size=batch_size, seed=seed, progress=progress,
-                       eval_samples=eval_samples)
-    return {
-        "seed": seed,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "losses": [round(x, 5) for x in history.losses],
-        "final_loss": round(history.final_loss, 5),
-        "metrics": {k: (round(v, 5) if isinstance(v, float) else v) for k, v in history.metrics.items()},
-        "seconds": round(history.seconds, 1),
-    }
+    model = build_model(cfg, seed)
+    warmup = warmup_steps(steps, warmup_fraction)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=BETAS, eps=ADAM_EPS)
+    data = torch.Generator().manual_seed(seed)
+    losses, diverged = [], False
+    t0 = time.perf_counter()
+    model.train()
+    for step in range(steps):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, lr, warmup)
+        loss, _ = TR.seq2seq_loss(model, task.batch(batch_size, data))
+        if not math.isfinite(loss.item()):
+            diverged = True
+            if bar is not None:
+                bar.update(steps - step)
+            break
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if bar is not None:
+            bar.update(1)
+    seconds = time.perf_counter() - t0
+    model.eval()
+    tail = losses[-max(1, steps // 20):]
+    out = {"seed": seed, "lr": lr, "parameters": sum(p.numel() for p in model.parameters()),
+           "losses": [round(x, 4) for x in losses], "diverged": diverged,
+           "final_loss": None if diverged or not tail else round(sum(tail) / len(tail), 5),
+           "metrics": None, "val_metrics": None, "seconds": round(seconds, 1)}
+    if not diverged and eval_samples:
+        out["val_metrics"] = _rounded(TR.evaluate(model, task, n_samples=eval_samples, seed=VAL_SEED, threads=None))
+        out["metrics"] = _rounded(TR.evaluate(model, task, n_samples=eval_samples, seed=EVAL_SEED, threads=None))
+        if not (math.isfinite(out["metrics"]["loss"]) and math.isfinite(out["val_metrics"]["loss"])):
+            out["diverged"], out["metrics"], out["val_metrics"] = True, None, None
+    return out
+
+
+def _train_job(args):  # for the process pool (picklable)
+    cfg, seed, lr, common = args
+    return train_one(cfg, seed, lr, threads=1, **common)
 
 
 def run_comparison(configs: dict | None = None, seeds=DEFAULTS["seeds"], steps: int = DEFAULTS["steps"],
-                   lr: float = DEFAULTS["lr"], batch_size: int = DEFAULTS["batch_size"],
+                   lrs=DEFAULTS["lrs"], batch_size: int = DEFAULTS["batch_size"],
                    min_length: int = DEFAULTS["min_length"], max_length: int = DEFAULTS["max_length"],
-                   eval_samples: int = DEFAULTS["eval_samples"], progress: bool = True, jobs: int = 1) -> dict:
-    """Train one EncoderDecoder per (block, seed) on the reversal task; return a JSON-able dict.
+                   eval_samples: int = DEFAULTS["eval_samples"],
+                   warmup_fraction: float = DEFAULTS["warmup_fraction"], progress: bool = True,
+                   jobs: int = 1) -> dict:
+    """Train one EncoderDecoder per (variant, peak lr, seed) on the reversal task; return a JSON-able dict.
 
-    Seed s fixes both the initial weights and the training batches, so all blocks of one seed see
-    the same data in the same order. Evaluation uses fresh sequences (tinytf.train.EVAL_SEED).
-    ``jobs`` > 1 trains that many runs at once in separate processes with one thread each (the
-    progress bar then counts finished runs instead of steps). With ``jobs=1`` the runs use the caller's
-    torch thread count; scripts/compare_blocks.py sets one thread, so a run gives the same numbers with
-    ``--jobs 1`` and ``--jobs 2`` on one machine."""
-    from . import train as TR
-
+    ``lrs``: one peak learning rate or a sequence of them. Seed s fixes both the initial weights and the
+    training batches, so all variants and rates of one seed see the same data in the same order.
+    ``progress`` shows one tqdm bar over all steps of all runs. ``jobs`` > 1 trains that many runs at once
+    in separate processes with one thread each (the bar then counts finished runs). With ``jobs=1`` the runs
+    use the caller's torch thread count; scripts/compare_blocks.py sets one thread."""
     configs = block_configs(max_length=max_length) if configs is None else configs
     seeds = list(seeds)
+    lrs = [float(lrs)] if isinstance(lrs, (int, float)) else [float(x) for x in lrs]
     if not seeds:
         raise TinyTFInputError("run_comparison: give at least one seed")
+    if not lrs or not all(x > 0 for x in lrs):
+        raise TinyTFInputError(f"run_comparison: give at least one positive learning rate, got {lrs!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise TinyTFInputError(f"jobs: expected a positive integer, got {jobs!r}")
     out = {
         "task": {"name": "reversal", "min_length": min_length, "max_length": max_length},
-        "settings": {"steps": steps, "lr": lr, "batch_size": batch_size, "seeds": seeds,
-                     "eval_samples": eval_samples, "eval_seed": TR.EVAL_SEED,
-                     "optimizer": "AdamW(0.9, 0.98), weight decay 0.01, warm-up then cosine decay, clip 1.0"},
+        "settings": {"steps": steps, "lrs": lrs, "batch_size": batch_size, "seeds": seeds,
+                     "warmup_steps": warmup_steps(steps, warmup_fraction), "warmup_fraction": warmup_fraction,
+                     "eval_samples": eval_samples, "eval_seed": EVAL_SEED, "val_seed": VAL_SEED, **RECIPE},
         "configs": {name: _config_dict(cfg) for name, cfg in configs.items()},
         "runs": {name: [] for name in configs},
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "threads": 1 if jobs > 1 else torch.get_num_threads(), "jobs": jobs},
     }
-    todo = [(name, seed) for seed in seeds for name in configs]
-    common = dict(steps=steps, lr=lr, batch_size=batch_size, min_length=min_length, max_length=max_length,
-                  eval_samples=eval_samples)
+    todo = [(name, lr, seed) for seed in seeds for lr in lrs for name in configs]
+    common = dict(steps=steps, batch_size=batch_size, min_length=min_length, max_length=max_length,
+                  eval_samples=eval_samples, warmup_fraction=warmup_fraction)
     results = {}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = (tqdm(total=len(todo) * steps, desc=f"{len(todo)} runs", unit="step", mininterval=1.0)
+               if jobs == 1 else tqdm(total=len(todo), desc=f"runs ({jobs} at a time)", unit="run"))
     if jobs == 1:
-        for name, seed in todo:
-            if progress:
-                print(f"block {name}, seed {seed}", flush=True)
-            results[name, seed] = train_one(configs[name], seed, progress=progress, **common)
+        for name, lr, seed in todo:
+            if bar is not None:
+                bar.set_description(f"{name}, lr {lr:g}, seed {seed}")
+            r = results[name, lr, seed] = train_one(configs[name], seed, lr, bar=bar, **common)
+            if bar is not None:
+                bar.set_postfix_str(f"last: {'diverged' if r['diverged'] else format(r['final_loss'], '.3f')}")
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(todo), desc=f"runs ({jobs} at a time)", unit="run")
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(train_one, configs[name], seed, threads=1, **common): (name, seed)
-                       for name, seed in todo}
+            futures = {pool.submit(_train_job, (configs[name], seed, lr, common)): (name, lr, seed)
+                       for name, lr, seed in todo}
             for f in as_completed(futures):
-                name, seed = futures[f]
-                results[name, seed] = f.result()
+                key = futures[f]
+                results[key] = f.result()
                 if bar is not None:
-                    bar.set_postfix_str(f"{name} seed {seed}: loss {results[name, seed]['final_loss']:.3f}")
+                    bar.set_postfix_str(f"{key[0]} lr {key[1]:g} seed {key[2]}")
                     bar.update(1)
-        if bar is not None:
-            bar.close()
-    for name, seed in todo:
-        out["runs"][name].append(results[name, seed])
+    if bar is not None:
+        bar.close()
+    for name, lr, seed in sorted(todo, key=lambda k: (list(configs).index(k[0]), lrs.index(k[1]),
+                                                      seeds.index(k[2]))):
+        out["runs"][name].append(results[name, lr, seed])
     return out
 
 
@@ -150,10 +312,9 @@ def _config_dict(cfg: TinyConfig) -> dict:
 
 
 def save_results(results: dict, path=None) -> Path:
-    """Write ``results`` as JSON to ``path`` (default: the shipped ``RESULTS_PATH``)."""
-    path = Path(RESULTS_PATH if path is None else path)
+    path = Path(RESULTS_PATH if path is None else path)  # default: the shipped RESULTS_PATH
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=1) + "\n")
+    path.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
     return path
 
 
@@ -169,6 +330,9 @@ def load_results(path=None) -> dict:
     for key in ("settings", "configs", "runs"):
         if key not in results:
             raise TinyTFInputError(f"{path} has no {key!r} entry; it was not written by scripts/compare_blocks.py")
+    if "lrs" not in results["settings"]:
+        raise TinyTFInputError(f"{path} has no learning-rate grid (settings 'lrs'); it was written by an older "
+                               "scripts/compare_blocks.py: run it again")
     return results
 
 
@@ -177,53 +341,172 @@ def configs_of(results: dict) -> dict:
     return {name: TinyConfig(**c) for name, c in results["configs"].items()}
 
 
+# ---------------------------------------------------------------------------------------------- reading results
+
+
+def lrs_of(results: dict) -> list:
+    return list(results["settings"]["lrs"])
+
+
+def runs_at(results: dict, name: str, lr: float) -> list:
+    """The runs of variant ``name`` at peak rate ``lr``, in seed order."""
+    if name not in results["runs"]:
+        raise TinyTFInputError(f"no variant {name!r} in these results; they have {', '.join(results['runs'])}")
+    runs = [r for r in results["runs"][name] if r["lr"] == lr]
+    if not runs:
+        raise TinyTFInputError(f"variant {name!r} has no runs at lr {lr!r}; the grid is {lrs_of(results)}")
+    return sorted(runs, key=lambda r: r["seed"])
+
+
+def _value(run: dict, key: str, split: str = "metrics"):
+    """A run's number: key 'final_loss', or a metric name of ``split`` ('metrics': evaluation set,
+    'val_metrics': validation set); 'eval_loss' means the metric 'loss'. None when the run diverged."""
+    if run.get("diverged"):
+        return None
+    if key == "final_loss":
+        return run["final_loss"]
+    return run[split]["loss" if key == "eval_loss" else key]
+
+
 def _stats(xs) -> dict:
     xs = list(xs)
     return {"mean": statistics.fmean(xs), "std": statistics.stdev(xs) if len(xs) > 1 else 0.0,
             "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
-def summarise(results: dict) -> dict:
-    """Per block: mean, std (sample), min and max over seeds of the final training loss, the
-    evaluation loss, token accuracy and exact match, plus the parameter count."""
+def cell_stats(results: dict, name: str, lr: float, key: str = "eval_loss", split: str = "metrics") -> dict:
+    """Stats over seeds of one (variant, lr) cell: mean, std (sample), min, max, n, plus ``diverged`` (how
+    many seeds diverged; the statistics are then over the others, and are None when none is left)."""
+    values = [_value(r, key, split) for r in runs_at(results, name, lr)]
+    ok = [v for v in values if v is not None]
+    base = _stats(ok) if ok else {"mean": None, "std": None, "min": None, "max": None, "n": 0}
+    return dict(base, diverged=len(values) - len(ok))
+
+
+def best_lrs(results: dict) -> dict:
+    """{variant: the peak lr with the lowest mean validation loss over seeds}. A rate at which any seed
+    diverged is not eligible; ties go to the smaller rate."""
     out = {}
-    for name, runs in results["runs"].items():
-        if not runs:
-            raise TinyTFInputError(f"block {name!r} has no runs in these results")
-        out[name] = {
-            "parameters": runs[0]["parameters"],
-            "final_train_loss": _stats(r["final_loss"] for r in runs),
-            "eval_loss": _stats(r["metrics"]["loss"] for r in runs),
-            "token_accuracy": _stats(r["metrics"]["token_accuracy"] for r in runs),
-            "exact_match": _stats(r["metrics"]["exact_match"] for r in runs),
-        }
+    for name in results["runs"]:
+        scores = []
+        for lr in lrs_of(results):
+            st = cell_stats(results, name, lr, "eval_loss", "val_metrics")
+            scores.append((math.inf if st["diverged"] or st["mean"] is None else st["mean"], lr))
+        best = min(scores)
+        if not math.isfinite(best[0]):
+            raise TinyTFInputError(f"variant {name!r} diverged at every learning rate")
+        out[name] = best[1]
     return out
 
 
-def summary_table(results: dict) -> str:
-    """Plain text: one row per block and metric, 'mean ± std (min .. max)' over the seeds."""
-    s = summarise(results)
-    rows = [("final train loss", "final_train_loss"), ("eval loss", "eval_loss"),
-            ("token accuracy", "token_accuracy"), ("exact match", "exact_match")]
-    w = max(5, *(len(n) for n in s))
-    head = f"{'block':<{w}} {'params':>8}  {'metric':<16} {'mean':>6} {'± std':>6}  {'min .. max':<14}  seeds"
+def _chosen(results: dict, lrs) -> dict:
+    """{variant: lr} from lrs = 'best' (best_lrs), one number (the same for all) or a dict."""
+    if lrs == "best":
+        return best_lrs(results)
+    if isinstance(lrs, dict):
+        return dict(lrs)
+    return {name: lrs for name in results["runs"]}
+
+
+def summarise(results: dict, lrs="best") -> dict:
+    """Per variant, at its chosen rate (``lrs``: 'best', one rate for all, or {variant: lr}): the lr, whether it
+    is at an edge of the grid, the parameter count, and stats over seeds of the final training loss, the
+    evaluation loss, token accuracy and exact match."""
+    chosen, grid = _chosen(results, lrs), lrs_of(results)
+    out = {}
+    for name in results["runs"]:
+        lr = chosen[name]
+        runs = runs_at(results, name, lr)
+        out[name] = {"lr": lr, "at_edge": lr in (grid[0], grid[-1]) and len(grid) > 1,
+                     "parameters": runs[0]["parameters"],
+                     **{key: cell_stats(results, name, lr, key)
+                        for key in ("final_loss", "eval_loss", "token_accuracy", "exact_match")}}
+    return out
+
+
+def _pm(st: dict, digits: int = 2) -> str:
+    if st["mean"] is None:
+        return "diverged"
+    return f"{st['mean']:.{digits}f} ± {st['std']:.{digits}f}"
+
+
+def summary_table(results: dict, lrs="best") -> str:
+    """Plain text, one row per variant at its chosen rate: lr, parameters, evaluation loss mean ± std (min ..
+    max) over seeds, token accuracy and exact match (mean and range, in %)."""
+    s = summarise(results, lrs)
+    w = max(7, *(len(n) for n in s))
+    head = (f"{'variant':<{w}} {'lr':>6} {'params':>8}  {'eval loss':>12} {'(min .. max)':>14}  "
+            f"{'token acc %':>13}  {'exact match %':>15}")
     lines = [head, "-" * len(head)]
     for name, st in s.items():
-        for i, (label, key) in enumerate(rows):
-            m = st[key]
-            left = f"{name:<{w}} {st['parameters']:>8,}" if i == 0 else " " * (w + 9)
-            lines.append(f"{left}  {label:<16} {m['mean']:>6.3f} {m['std']:>6.3f}  "
-                         f"{m['min']:.3f} .. {m['max']:.3f}  {m['n']:>5}")
+        e, a, x = st["eval_loss"], st["token_accuracy"], st["exact_match"]
+        lr = f"{st['lr']:g}" + ("*" if st["at_edge"] else "")
+        if e["mean"] is None:
+            lines.append(f"{name:<{w}} {lr:>6} {st['parameters']:>8,}  {'diverged':>12}")
+            continue
+        note = f"  ({e['diverged']} diverged)" if e["diverged"] else ""
+        lines.append(f"{name:<{w}} {lr:>6} {st['parameters']:>8,}  {_pm(e):>12} {e['min']:>6.2f} .. {e['max']:<4.2f}  "
+                     f"{100 * a['mean']:>5.0f} ({100 * a['min']:.0f}-{100 * a['max']:.0f})"
+                     f"  {100 * x['mean']:>5.0f} ({100 * x['min']:.0f}-{100 * x['max']:.0f}){note}")
     return "\n".join(lines)
 
 
-def paired_differences(results: dict, a: str = "2017", b: str = "2026", key: str = "eval_loss") -> list:
-    """Per seed: value(a) - value(b) of ``key`` ('final_loss' or a metric name), paired by seed."""
-    def value(run):
-        return run["final_loss"] if key == "final_loss" else run["metrics"][key if key != "eval_loss" else "loss"]
+def grid_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
+    """Plain text: one row per variant, one column per peak lr, each cell the mean ± std over seeds of ``key``
+    on the evaluation set ('div' when every seed diverged, a '!' when some did); the best rate of each
+    variant (by validation loss) is marked with '<'."""
+    best = best_lrs(results)
+    grid = lrs_of(results)
+    w = max(7, *(len(n) for n in results["runs"]))
+    cw = 8 + 2 * digits  # 'x.xx ± y.yy!' and a space before it
+    lines = [f"{'variant':<{w}}" + "".join(f"{'lr ' + format(lr, 'g'):>{cw}}  " for lr in grid).rstrip(),
+             "-" * (w + (cw + 2) * len(grid))]
+    for name in results["runs"]:
+        cells = []
+        for lr in grid:
+            st = cell_stats(results, name, lr, key)
+            text = "div" if st["mean"] is None else _pm(st, digits) + ("!" if st["diverged"] else "")
+            cells.append(f"{text:>{cw}}" + (" <" if lr == best[name] else "  "))
+        lines.append((f"{name:<{w}}" + "".join(cells)).rstrip())
+    return "\n".join(lines)
 
-    by_seed = {r["seed"]: value(r) for r in results["runs"][a]}
-    return [(r["seed"], by_seed[r["seed"]] - value(r)) for r in results["runs"][b] if r["seed"] in by_seed]
+
+def paired_differences(results: dict, a: str = "2017", b: str = "2026", key: str = "eval_loss",
+                       lrs="best") -> list:
+    """Per seed: value(a) - value(b) of ``key`` ('final_loss', 'eval_loss' or a metric name), each variant at its
+    chosen rate (``lrs`` as in ``summarise``), paired by seed; seeds where either run diverged are left out."""
+    chosen = _chosen(results, lrs)
+    va = {r["seed"]: _value(r, key) for r in runs_at(results, a, chosen[a])}
+    out = []
+    for r in runs_at(results, b, chosen[b]):
+        x, y = va.get(r["seed"]), _value(r, key)
+        if x is not None and y is not None:
+            out.append((r["seed"], x - y))
+    return out
+
+
+def ranking_by_seed(results: dict, key: str = "eval_loss", lrs="best") -> dict:
+    """{seed: [variants from lowest to highest ``key``]}, each variant at its chosen rate."""
+    chosen = _chosen(results, lrs)
+    per_seed = {}
+    for name in results["runs"]:
+        for r in runs_at(results, name, chosen[name]):
+            v = _value(r, key)
+            per_seed.setdefault(r["seed"], []).append((math.inf if v is None else v, name))
+    return {seed: [n for _, n in sorted(vals)] for seed, vals in sorted(per_seed.items())}
+
+
+def beats_in_every_seed(results: dict, key: str = "eval_loss", lrs="best") -> list:
+    """Pairs (a, b) such that a has a lower ``key`` than b in every seed (each at its chosen rate)."""
+    names = list(results["runs"])
+    out = []
+    for a in names:
+        for b in names:
+            if a != b:
+                diffs = paired_differences(results, b, a, key, lrs)  # value(b) - value(a) > 0: a is lower
+                if diffs and len(diffs) == len(results["settings"]["seeds"]) and all(d > 0 for _, d in diffs):
+                    out.append((a, b))
+    return out
 
 
 def smooth(xs, window: int = 10) -> list:
@@ -247,5 +530,13 @@ def curve_band(runs: list, window: int = 10) -> dict:
             "seeds": [r["seed"] for r in runs], "curves": [c[:n] for c in curves]}
 
 
+def best_runs(results: dict, lrs="best") -> dict:
+    """{variant: its runs at its chosen rate} (e.g. for ``tinytf.viz.training.loss_curves``)."""
+    chosen = _chosen(results, lrs)
+    return {name: runs_at(results, name, chosen[name]) for name in results["runs"]}
+
+
 def is_finite(results: dict) -> bool:
-    return all(math.isfinite(x) for runs in results["runs"].values() for r in runs for x in r["losses"])
+    """True when no run diverged and every recorded loss is finite."""
+    return all(not r.get("diverged") and all(math.isfinite(x) for x in r["losses"])
+               for runs in results["runs"].values() for r in runs)
