@@ -202,3 +202,19 @@ def test_frontier_models_pickle_and_deepcopy(name):
     buf.seek(0)
     assert torch.equal(torch.load(buf, weights_only=False)(x), model(x))
     assert torch.equal(copy.deepcopy(model)(x), model(x))
+
+
+def test_encoder_decoder_honours_scale_embeddings():
+    import math
+
+    import torch
+
+    from tinytf.models import ScaledEmbedding
+
+    cfg = tinytf.TinyConfig(d_model=32, n_heads=4, d_ff=64, n_layers=1, scale_embeddings=True)
+    model = tinytf.EncoderDecoder(cfg)
+    assert isinstance(model.encoder.embed, ScaledEmbedding) and isinstance(model.decoder.embed, ScaledEmbedding)
+    ids = torch.tensor([[1, 2, 3]])
+    plain = torch.nn.functional.embedding(ids, model.encoder.embed.weight)
+    assert torch.allclose(model.encoder.embed(ids), plain * math.sqrt(32))
+    assert not isinstance(tinytf.EncoderDecoder(cfg.replace(scale_embeddings=False)).encoder.embed, ScaledEmbedding)

@@ -34,9 +34,10 @@ choosing the rate does not flatter the number reported.
 ``load_results()`` reads back (it ships with the package, so the chapter works without retraining).
 ``run_comparison`` is the same code a chapter can call for a very short live run.
 
-Note: ``EncoderDecoder`` builds plain ``nn.Embedding`` layers whatever ``TinyConfig.scale_embeddings`` says;
-``build_model`` here replaces them by ``tinytf.models.ScaledEmbedding`` (the decoder-only model's Gemma-style
-sqrt(d_model) embedding) when the config asks for scaling, unless they are scaled already.
+Note: ``build_model`` builds the ``EncoderDecoder`` with plain embeddings and then replaces them by
+``tinytf.models.ScaledEmbedding`` when the config asks for sqrt(d_model) scaling (``EncoderDecoder`` itself
+honours ``TinyConfig.scale_embeddings``). The detour keeps the random draws, and so the recorded runs of
+``compare_blocks.json``, exactly as they were made.
 """
 from __future__ import annotations
 
@@ -166,7 +167,7 @@ def build_model(cfg: TinyConfig, seed: int):
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = EncoderDecoder(cfg)
+        model = EncoderDecoder(cfg.replace(scale_embeddings=False))  # the draws of the recorded runs
         if cfg.scale_embeddings:
             _scale_embeddings(model)
         paper_init(model)

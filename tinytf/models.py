@@ -61,6 +61,11 @@ class ScaledEmbedding(nn.Embedding):
         return super().forward(ids) * self.scale.to(self.weight.dtype)
 
 
+def make_embedding(cfg: TinyConfig) -> nn.Embedding:
+    """The token embedding: sqrt(d_model)-scaled when ``cfg.scale_embeddings`` (Gemma; the 2017 paper), else plain."""
+    return (ScaledEmbedding if cfg.scale_embeddings else nn.Embedding)(cfg.vocab_size, cfg.d_model)
+
+
 class SoftCappedHead(nn.Linear):
     """LM head whose logits are soft-capped: c * tanh(logits / c) stays within (-c, c) (Gemma 2)."""
 
@@ -81,7 +86,7 @@ class TinyTransformer(Traceable, nn.Module):
     def __init__(self, cfg: TinyConfig = TinyConfig()):
         super().__init__()
         self.config = cfg
-        self.embed = (ScaledEmbedding if cfg.scale_embeddings else nn.Embedding)(cfg.vocab_size, cfg.d_model)
+        self.embed = make_embedding(cfg)
         self.pos = make_additive_positions(cfg)
         self.blocks = nn.ModuleList(DecoderBlock(cfg, i) for i in range(cfg.n_layers))
         self.final_norm = make_norm(cfg)
@@ -114,7 +119,7 @@ class Encoder(nn.Module):
     def __init__(self, cfg: TinyConfig):
         super().__init__()
         self.config = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.embed = make_embedding(cfg)
         self.pos = make_additive_positions(cfg)
         self.blocks = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.encoder_layers))
         self.final_norm = make_norm(cfg)
@@ -131,7 +136,7 @@ class Decoder(nn.Module):
     def __init__(self, cfg: TinyConfig):
         super().__init__()
         self.config = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.embed = make_embedding(cfg)
         self.pos = make_additive_positions(cfg)
         self.blocks = nn.ModuleList(CrossDecoderBlock(cfg) for _ in range(cfg.n_layers))
         self.final_norm = make_norm(cfg)
