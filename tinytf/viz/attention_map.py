@@ -79,19 +79,18 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
         layout[f"yaxis{ax}"] = dict(domain=[y1 - ph, y1], anchor=f"x{ax}", type="category", autorange="reversed",
                                     title=dict(text=q_name if c == 0 else "", font=dict(size=11)),
                                     showticklabels=c == 0 or T > 8, fixedrange=True, tickfont=dict(size=11))
-        custom = [[[qlab[a], klab[bb]] for bb in range(S)] for a in range(T)]
         data.append(dict(
             type="heatmap", z=np.where(mk, np.nan, z), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
-            coloraxis="coloraxis", customdata=custom, xgap=1, ygap=1, name=name,
-            hovertemplate=(f"<b>{name}</b><br>{q_name} %{{customdata[0]}}<br>{k_name} %{{customdata[1]}}"
+            coloraxis="coloraxis", xgap=1, ygap=1, name=name,  # the hover reads the labels from x and y
+            hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
                            "<br>weight %{z:.3f}<extra></extra>"),
         ))
         if mk.any():
             data.append(dict(
                 type="heatmap", z=np.where(mk, 1.0, np.nan), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
                 colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False, xgap=1, ygap=1,
-                name=f"{name} (masked)", customdata=custom,
-                hovertemplate=(f"<b>{name}</b><br>{q_name} %{{customdata[0]}}<br>{k_name} %{{customdata[1]}}"
+                name=f"{name} (masked)",
+                hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
                                "<br>masked: a later position, weight 0<extra></extra>"),
             ))
             qi, kj = np.nonzero(mk)
