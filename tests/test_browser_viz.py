@@ -4,9 +4,11 @@ logged to the console.
 
 Two pages are tested:
 * a page written here with a freshly drawn stepper (current tinytf.viz code), plotly.js taken
-  from the installed plotly package: it needs no book build;
+  from the installed plotly package: it needs no book build, and plotly's own slider and
+  Play / Pause drive it (as in classic Jupyter);
 * chapter 6 of the built book (fixtures ``browser`` / ``open_page`` from conftest.py), i.e.
-  what a reader gets, with the outputs committed in the notebook.
+  what a reader gets, with the outputs committed in the notebook: there the book's HTML controls
+  (``_static/tinytf-figures.js``) drive it.
 """
 from __future__ import annotations
 
@@ -140,6 +142,48 @@ def test_stepper_on_a_standalone_page(standalone_browser, tmp_path):
 
 
 # --------------------------------------------------------------------------- the built book
+def drive_book_stepper(page, console_errors, shots_dir: Path | None = None):
+    """The book replaces plotly's slider and buttons by HTML controls (_static/tinytf-figures.js):
+    the step slider to every stage redraws the figure and the caption; Play runs every frame."""
+    page.wait_for_function("() => document.querySelector('.plotly-graph-div svg.main-svg')", timeout=30_000)
+    names = page.evaluate(FIND_STEPPER.replace("&& d.layout.sliders && d.layout.sliders.length", ""))
+    assert names, "no animated plotly figure (block stepper) on the page"
+    n = len(names)
+    gd = page.locator("[data-test-stepper]")
+    wrap = page.locator(".tinytf-figwrap", has=gd)
+    assert gd.locator(".slider-container").count() == 0, "plotly's own slider is still drawn"
+    slider = wrap.locator("input.tinytf-anim-range")
+    caption = wrap.locator(".tinytf-figtitle")
+    assert slider.get_attribute("max") == str(n - 1)
+
+    def goto(i):
+        slider.evaluate("(el, i) => { el.value = String(i); el.dispatchEvent(new Event('input')); }", i)
+        page.wait_for_function("([el, i, n]) => el.textContent.startsWith(`${i + 1}/${n}`)",
+                               arg=[caption.element_handle(), i, n])
+        page.wait_for_timeout(150)
+
+    goto(n - 1)
+    previous = gd.screenshot()
+    for i in range(n):
+        goto(i)
+        shot = gd.screenshot()
+        if shots_dir is not None:
+            (shots_dir / f"stepper_{i:02d}_{names[i]}.png").write_bytes(shot)
+        assert shot != previous, f"moving the slider to stage {i} ({names[i]}) did not change the drawing"
+        previous = shot
+    goto(0)
+    page.evaluate("""() => { window.__frames = [];
+        document.querySelector('[data-test-stepper]').on('plotly_animatingframe', e => window.__frames.push(e.name)); }""")
+    wrap.locator("button.tinytf-anim-play").click()
+    page.wait_for_function(f"() => window.__frames.includes('{names[-1]}')", timeout=n * 1500 + 20_000)
+    played = page.evaluate("() => window.__frames")
+    assert [f for f in played if f != names[0]] == names[1:], played
+    page.wait_for_function("([el, n]) => el.textContent.startsWith(`${n}/${n}`)", arg=[caption.element_handle(), n])
+    assert slider.input_value() == str(n - 1)
+    assert not console_errors, console_errors
+    return names
+
+
 def test_stepper_in_chapter_6(browser, book_html):
     from conftest import SCREENSHOTS, open_page
 
@@ -149,7 +193,7 @@ def test_stepper_in_chapter_6(browser, book_html):
     try:
         shots = SCREENSHOTS / "stepper"
         shots.mkdir(parents=True, exist_ok=True)
-        drive_stepper(page, console_errors, shots_dir=shots)
+        drive_book_stepper(page, console_errors, shots_dir=shots)
         assert not remote_requests, remote_requests
     finally:
         page.context.close()
