@@ -49,3 +49,25 @@ def test_by_name_and_bad_input(models):
         snapshot_attention(models, TEXT, head=6)
     with pytest.raises(tinytf.TinyTFInputError):
         snapshot_attention({}, TEXT)
+
+
+def test_head_comparison_panels_are_the_models_traces():
+    from tinytf.viz import head_comparison
+
+    models = {"trained": tinytf.pretrained("text-4l"), "untrained twin": tinytf.pretrained.untrained("text-4l")}
+    fig = head_comparison(models, TEXT, layer=1, head=1)
+    ids = tinytf.encode(TEXT)
+    T = len(ids)
+    upper = np.triu(np.ones((T, T), dtype=bool), k=1)
+    assert [t.name for t in fig.data] == list(models)
+    for trace_fig, model in zip(fig.data, models.values()):
+        with torch.no_grad():
+            _, trace = model.run_with_trace(ids)
+        w = trace["blocks.1.attn.weights"][0, 1].double().numpy()
+        z = np.array(trace_fig.z, dtype=float)
+        assert np.isnan(z[upper]).all()
+        np.testing.assert_array_equal(z[~upper], w[~upper])
+    with pytest.raises(tinytf.TinyTFInputError):
+        head_comparison({}, TEXT)
+    with pytest.raises(tinytf.TinyTFInputError):
+        head_comparison(models, TEXT, head=7)

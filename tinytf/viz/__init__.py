@@ -50,6 +50,6 @@ __all__ += ["sliding_window_figure", "window_masks", "gradient_reach", "cache_co
             "router_figure", "logit_growth", "logit_growth_figure"]
 
 # The text model along its training run (issue #12): one head's map at every saved snapshot.
-from .snapshots import snapshot_attention  # noqa: E402
+from .snapshots import head_comparison, snapshot_attention  # noqa: E402
 
-__all__ += ["snapshot_attention"]
+__all__ += ["snapshot_attention", "head_comparison"]

@@ -6,7 +6,10 @@
 
 Every map is the trace entry ``blocks.{layer}.attn.weights`` of a real forward pass of that snapshot; beside
 it, the head's previous-token score (``tinytf.heads.previous_token_score``) at every snapshot, the current one
-highlighted, so the frame shows both the map and how far the pattern has formed."""
+highlighted, so the frame shows both the map and how far the pattern has formed.
+
+``head_comparison({"trained": lm, "untrained twin": twin}, text, layer, head)`` draws one head in several
+models side by side (a light figure for long texts: masked cells are left blank)."""
 from __future__ import annotations
 
 import numpy as np
@@ -112,3 +115,52 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
         **_controls([f["name"] for f in frames], step_labels, frame_ms, "after "),
     )
     return make_figure(frames[0]["data"], layout, frames)
+
+
+def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: str = ""):
+    """One head's attention map on the bytes of ``text`` in several models side by side (e.g. {"trained": lm,
+    "untrained twin": twin}), one panel per model sharing one 0..1 colour scale; masked cells are left blank.
+    Every map is the trace entry ``blocks.{layer}.attn.weights[0, head]`` of that model's forward pass. Lighter
+    than one ``attention_map`` per model (no mask marks), for long texts."""
+    if not isinstance(models, dict) or not models:
+        raise TinyTFInputError("head_comparison: expected {label: model} with at least one model")
+    cfg = next(iter(models.values())).config
+    ids = encode(text, cfg.vocab_size) if isinstance(text, str) else torch.as_tensor(text)
+    if not 0 <= layer < cfg.n_layers:
+        raise TinyTFInputError(f"layer {layer} does not exist: the model has {cfg.n_layers} blocks (0..{cfg.n_layers - 1})")
+    if not 0 <= head < cfg.n_heads:
+        raise TinyTFInputError(f"head {head} does not exist: each block has {cfg.n_heads} heads (0..{cfg.n_heads - 1})")
+    traces = snapshot_traces(models, ids)
+    T = ids.shape[-1]
+    lab = axis_labels(token_labels(ids), T)
+    masked = np.triu(np.ones((T, T), dtype=bool), k=1)
+    n, gap = len(models), 0.06
+    width = (1 - gap * (n - 1)) / n
+    data, layout, annotations = [], {}, []
+    for c, (label, _) in enumerate(models.items()):
+        ax = "" if c == 0 else str(c + 1)
+        x0 = c * (width + gap)
+        z = np.where(masked, np.nan, arr(traces[label][f"blocks.{layer}.attn.weights"][0, head]))
+        data.append(dict(type="heatmap", z=z, x=lab, y=lab, coloraxis="coloraxis", name=str(label),
+                         xaxis=f"x{ax}", yaxis=f"y{ax}",
+                         hovertemplate=f"{label}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"))
+        layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + width], type="category", anchor=f"y{ax}", fixedrange=True,
+                                    tickfont=dict(size=9), tickangle=-90, categoryorder="array", categoryarray=lab,
+                                    title=dict(text="key (the byte read)"))
+        layout[f"yaxis{ax}"] = dict(domain=[0, 1], type="category", anchor=f"x{ax}", autorange="reversed",
+                                    fixedrange=True, tickfont=dict(size=9), categoryorder="array", categoryarray=lab,
+                                    showticklabels=c == 0, title=dict(text="query" if c == 0 else ""))
+        annotations.append(dict(text=f"<b>{label}</b>", x=x0 + width / 2, y=1.0, xref="paper", yref="paper",
+                                yanchor="bottom", showarrow=False, font=dict(size=12)))
+    cell = 16 if T > 24 else 24
+    layout.update(
+        font=FONT, height=int(T * cell) + 200, showlegend=False, margin=dict(l=80, r=70, t=100, b=100),
+        title=dict(text=(f"<b>Layer {layer}, head {head}: attention weights</b><br><span style='font-size:12px'>"
+                         f"{title or 'the same head in each model, on the same text; each row sums to 1'}</span>"),
+                   x=0.01, xanchor="left"),
+        annotations=annotations, plot_bgcolor="white",
+        coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                       colorbar=dict(title=dict(text="weight", side="right"), x=1.01, xanchor="left", len=0.9,
+                                     thickness=10)),
+    )
+    return make_figure(data, layout)
