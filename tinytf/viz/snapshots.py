@@ -45,7 +45,7 @@ def _controls(names: list, labels: list, frame_ms: int, prefix: str) -> dict:
                   args=[[n], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
              for n, lab in zip(names, labels)]
     return dict(
-        sliders=[dict(active=0, steps=steps, x=0.1, len=0.9, y=0, yanchor="top", pad=dict(t=50, b=0),
+        sliders=[dict(active=0, steps=steps, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=50, b=0),
                       currentvalue=dict(prefix=prefix, visible=True, xanchor="left"), transition=dict(duration=0))],
         updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
                           pad=dict(t=50, r=10), showactive=False, buttons=[
@@ -105,9 +105,10 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
                    tickfont=dict(size=9), tickangle=-90, categoryorder="array", categoryarray=lab),
         yaxis=dict(domain=[0, 1], type="category", autorange="reversed", title=dict(text="query"), fixedrange=True,
                    tickfont=dict(size=9), categoryorder="array", categoryarray=lab),
-        xaxis2=dict(domain=[0.78, 1], type="category", fixedrange=True, tickangle=-45, anchor="y2"),
-        yaxis2=dict(domain=[0.15, 1], range=[0, 1], anchor="x2", fixedrange=True, tickvals=[0, 0.5, 1],
-                    title=dict(text="previous-token score")),
+        xaxis2=dict(domain=[0.8, 1], type="category", fixedrange=True, tickangle=-45, anchor="y2"),
+        yaxis2=dict(domain=[0.15, 0.92], range=[0, 1], anchor="x2", fixedrange=True, tickvals=[0, 0.5, 1]),
+        annotations=[dict(text="previous-token score<br>of this head", x=0.9, y=0.94, xref="paper", yref="paper",
+                          yanchor="bottom", showarrow=False, font=dict(size=12))],
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
                        colorbar=dict(title=dict(text="weight", side="right"), x=0.655, xanchor="left", len=0.9,
                                      thickness=10)),
