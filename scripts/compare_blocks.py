@@ -1,4 +1,4 @@
-"""Seed 001's hard exercise, done for real: the 2017 block vs the 2026 block on the reversal task.
+"""The 2017 block vs the 2026 block on the reversal task, trained for real (chapter 9, section 9.3).
 
 Trains a 4-layer encoder-decoder (4 + 4 layers, d_model 32) with eight blocks -- the paper's 2017 block
 (sqrt(d_model)-scaled embeddings + sinusoids, post-norm), the 2026 block and six variants in between -- for

@@ -58,7 +58,7 @@ def test_reports():
     assert text.splitlines()[:2] == ["Block review: Mixtral 8x7B", "2 gaps from the frontier block"]
     assert "   see:  The frontier block" in text
     assert format_review([], "x", target="frontier").endswith("no gaps: this is a frontier block ✅")
-    assert format_review([], "x").endswith("no gaps: this is a 2026 block ✅")
+    assert format_review([], "x").endswith("no gaps: this is a Llama-3-style block ✅")
     table = frontier_review_table(FRONTIER)
     assert "MLA (latent 512 + RoPE 64), MoE 8 of 256 + 1 shared" in table
     assert "window 512 on 22/26 layers" in table

@@ -1,4 +1,4 @@
-"""The 2017 block against the 2026 block, measured (seed 001's hard exercise; chapter 9, section 9.3).
+"""The 2017 block against the 2026 block, measured (chapter 9, section 9.3).
 
 A 4-layer encoder-decoder (4 encoder + 4 decoder layers, d_model 32) is trained on the toy reversal task of
 ``tinytf.tasks`` with eight blocks, several seeds and several peak learning rates each. Every run uses one

@@ -7,7 +7,7 @@ stream by a *connection* chosen at construction:
     post-sublayer (OLMo 2): x + Norm(F(x))
     without residual:     F(Norm(x))   or   Norm(F(x))      (experiments only)
 
-so the block's forward reads like the two formulas of the source page:
+so the block's forward reads like the two formulas of a pre-norm block:
     U  = H + Attn(Norm1(H))
     H' = U + FFN(Norm2(U))
 """

@@ -1,4 +1,4 @@
-"""The causality check of the source page (seed 000): change the token at position t and see
+"""The causality check: change the token at position t and see
 which positions' logits move. In a decoder-only model nothing before t may move."""
 from __future__ import annotations
 

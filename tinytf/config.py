@@ -1,6 +1,6 @@
 """Configuration: one dataclass drives every shape in tinytf.
 
-The defaults reproduce the TinyTransformer of the source page (seed 000):
+The defaults are the book's TinyTransformer:
 a 2-layer, pre-norm decoder with RMSNorm, SwiGLU and RoPE, d_model 128,
 4 heads, d_ff 512, byte vocabulary of 256 -> 590,464 parameters.
 """

@@ -7,7 +7,7 @@ Two questions about a deep stack of blocks:
 
 Every number comes from the real ``TinyTransformer`` forward and backward pass. By default the
 stream entering block 0 is replaced (at the ``embed`` hook) by random vectors of RMS 1, so the
-blocks are measured on their own, as in seed 001's exercise ("stack 12 layers on random input").
+blocks are measured on their own ("stack 12 layers on random input").
 
     profile = layer_profile(TinyConfig(d_model=64, n_layers=12), seeds=(0, 1, 2))
     print(format_profiles([profile]))

@@ -1,4 +1,4 @@
-"""Whole models: the decoder-only TinyTransformer (seed 000) and the EncoderDecoder (seed 001)."""
+"""Whole models: the decoder-only TinyTransformer and the EncoderDecoder."""
 from __future__ import annotations
 
 import torch

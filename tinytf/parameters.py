@@ -132,7 +132,7 @@ def active_parameters(cfg: TinyConfig) -> int:
 
 
 def approx_layer_params(d_model: int, r: float) -> float:
-    """The source page's estimate for one block: 4 d^2 (Q, K, V, O) + 3 r d^2 (SwiGLU with d_ff = r d).
+    """A common quick estimate for one block: 4 d^2 (Q, K, V, O) + 3 r d^2 (SwiGLU with d_ff = r d).
     It assumes full-size K/V (no GQA) and ignores norms and biases."""
     return 4 * d_model**2 + 3 * r * d_model**2
 

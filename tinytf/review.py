@@ -1,5 +1,6 @@
-"""The block reviewer (seed 001's reusable artefact): compare a Transformer block's design with the
-2026 defaults and list every gap, each with one line of why it matters and the chapter that shows it.
+"""The block reviewer: compare a Transformer block's design with the
+Llama-3-style block the book calls "2026" (pre-norm RMSNorm, RoPE, grouped-query attention, SwiGLU, no
+biases) and list every gap, each with one line of why it matters and the chapter that shows it.
 
     >>> gaps = review(PUBLISHED["GPT-2 small"])
     >>> print(format_review(gaps, "GPT-2 small"))
@@ -165,9 +166,9 @@ def review(block) -> list:
     return gaps
 
 
-def format_review(gaps, name: str | None = None, target: str = "2026") -> str:
+def format_review(gaps, name: str | None = None, target: str = "Llama-3-style") -> str:
     """Plain-text report: one numbered gap per paragraph (found, expected, why, where). ``target`` names the
-    block the gaps are measured from: "2026" (review) or "frontier" (frontier_review)."""
+    block the gaps are measured from: "Llama-3-style" (review) or "frontier" (frontier_review)."""
     title = f"Block review: {name}" if name else "Block review"
     if not gaps:
         return f"{title}\nno gaps: this is a {target} block ✅"

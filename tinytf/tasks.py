@@ -21,7 +21,7 @@ induction (copy):  [BOS, x1..xL, x1..xL]  with x1..xL random letters. Inputs are
     Optionally (``rule_prob``) the first copy follows a fixed rule now and then, which rewards a
     previous-token head; see ``induction_batch`` and the shipped checkpoint's JSON.
 
-reversal (seed 001's exercise):  src = [x1..xS, EOS],  tgt_in = [BOS, xS..x1],  tgt_out = [xS..x1, EOS].
+reversal:  src = [x1..xS, EOS],  tgt_in = [BOS, xS..x1],  tgt_out = [xS..x1, EOS].
     Output position j (< S) should read source position S-1-j: the anti-diagonal.
 
 All generators take a ``torch.Generator``; the same seed gives the same batch on every machine.
