@@ -245,19 +245,6 @@ def _tags(cell):
     return set(cell.metadata.get("tags", []))
 
 
-def _exempt_cells(name, nb) -> set:
-    """Chapter 9's training study (section 9.3) has its own owner (issue #11, part 1); its code cells are left out
-    of the assert check below until its live demo cell moves its assert into a collapsed cell."""
-    if not name.endswith("09_2017_to_2026"):
-        return set()
-    start = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## 9.3")), None)
-    if start is None:
-        return set()
-    end = next((i for i, c in enumerate(nb.cells) if i > start and c.cell_type == "markdown"
-                and re.match(r"## (?!9\.3)", c.source)), len(nb.cells))
-    return set(range(start, end))
-
-
 @pytest.mark.parametrize("name", ISSUE_11_CHAPTERS)
 def test_no_references_to_source_pages(name):
     """Readers never see the pages the book was written from: no "seed 001", "source material" in its text
@@ -341,9 +328,8 @@ def _top_level_asserts(source: str):
 def test_asserts_are_not_in_the_middle_of_a_lesson(name):
     """Checks that guard the book's correctness live in collapsed cells (remove-input / hide-input)."""
     nb = load(name)
-    exempt = _exempt_cells(name, nb)
     visible = [(i, _top_level_asserts(c.source)) for i, c in enumerate(nb.cells)
-               if c.cell_type == "code" and not (_tags(c) & HIDDEN_TAGS) and i not in exempt]
+               if c.cell_type == "code" and not (_tags(c) & HIDDEN_TAGS)]
     visible = [(i, lines) for i, lines in visible if lines]
     assert not visible, f"{name}: asserts in cells shown to readers: {visible}"
 
