@@ -63,7 +63,7 @@ def test_toc_lists_the_chapters_of_the_brief():
     expected = [f"chapters/{n}" for n in (
         "01_tokens_embeddings_positions", "02_causal_self_attention", "03_normalisation",
         "04_feed_forward", "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer",
-        "08_encoder_decoder", "09_2017_to_2026", "10_frontier_block", "10_generation_kv_cache", "11_misconceptions",
+        "08_encoder_decoder", "09_2017_to_2026", "10_frontier_block", "11_generation_kv_cache", "12_misconceptions",
         "glossary", "api")]
     if build_toc_overridden():
         pytest.skip("TINYTF_BOOK_TOC is set: checking another table of contents")
@@ -236,8 +236,8 @@ HIDDEN_TAGS = {"hide-input", "remove-input", "remove-cell"}
 ISSUE_11_CHAPTERS = [n for n in NOTEBOOKS if n.split("/")[-1] in (
     "01_tokens_embeddings_positions", "02_causal_self_attention", "03_normalisation", "04_feed_forward",
     "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer", "08_encoder_decoder",
-    "09_2017_to_2026", "10_generation_kv_cache", "11_misconceptions")]
-IMPLEMENT_CHAPTERS = [n for n in ISSUE_11_CHAPTERS if not n.endswith("11_misconceptions")]
+    "09_2017_to_2026", "11_generation_kv_cache", "12_misconceptions")]
+IMPLEMENT_CHAPTERS = [n for n in ISSUE_11_CHAPTERS if not n.endswith("12_misconceptions")]
 SOURCE_REFERENCES = re.compile(r"seed 00\d|source (?:page|material)", re.I)
 
 

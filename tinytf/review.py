@@ -145,7 +145,7 @@ def review(block) -> list:
                         "grouped-query attention: fewer K/V heads than query heads",
                         "the KV cache grows with the number of K/V heads; sharing each K/V head among a group of "
                         "query heads divides cache memory (and K/V projection weights) by the group size",
-                        "chapter 10"))
+                        "chapter 11"))
     if b["ffn"] not in GATED_FFNS:
         gaps.append(Gap("FFN gating", f"two-matrix {b['ffn'].upper()} MLP", "gated FFN (SwiGLU)",
                         "a gate SiLU(x W_gate) decides per input which hidden units pass; gated FFNs reached lower "
