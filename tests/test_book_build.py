@@ -223,13 +223,15 @@ def test_plotly_js_is_served_locally_and_only_where_needed(book_html):
 
 
 def test_math_uses_the_local_mathjax(book_html):
-    assert (book_html / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    # startup.js loads the components named in mathjax3_config.loader (_config.yml) from the same folder
+    for part in ("startup.js", "core.js", "input/tex.js", "output/chtml.js", "a11y/assistive-mml.js"):
+        assert (book_html / "_static" / "mathjax" / part).is_file(), part
     assert list((book_html / "_static" / "mathjax" / "output" / "chtml" / "fonts").rglob("*.woff"))
     for docname in DOCS:
         parser = parse(page_path(docname))
         mathjax = [u for u in parser.loads if "mathjax" in u.lower() or "tex-" in u]
         for url in mathjax:
-            assert not is_remote(url) and "_static/mathjax/tex-chtml.js" in url, f"{docname}: {url}"
+            assert not is_remote(url) and "_static/mathjax/startup.js" in url, f"{docname}: {url}"
 
 
 def test_no_thebe_requirejs_or_widget_manager(book_html):
