@@ -133,7 +133,7 @@
       .replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&").replace(/\s+/g, " ").trim();
   }
   function lineCount(s) { return String(s || "").split(/<br\s*\/?>/i).length; }
-  function textWidth(s, size) { return stripTags(s).length * size * 0.56; }
+  function textWidth(s, size) { return stripTags(s).length * size * 0.6; }
   // insert <br> so that no line of a plotly text is wider than maxPx (estimated)
   function wrap(s, maxPx, size) {
     if (typeof s !== "string" || maxPx <= 0) { return s; }
@@ -750,10 +750,35 @@
                                                                   transition: { duration: 0 } });
       }
     }).then(function () {
+      return fit(rec, f, k);
+    }).then(function () {
       var svg = rec.el.querySelector(".svg-container");
       if (svg) { svg.setAttribute("aria-hidden", "true"); }
       describe(rec);
     });
+  }
+
+  // What the estimates above got wrong, measured: a legend (its entries wrap as plotly likes) or an
+  // axis title that reaches past the bottom of the figure gets the room it needs, in one more pass.
+  function fit(rec, f, k, pass) {
+    pass = pass || 0;
+    if (pass > 2) { return null; }
+    var box = rec.el.getBoundingClientRect(), over = 0, above = 0;
+    rec.el.querySelectorAll(".legend text, .g-xtitle, .g-ytitle, .xtick, .annotation").forEach(function (g) {
+      var r = g.getBoundingClientRect();
+      if (!r.height) { return; }
+      over = Math.max(over, (r.bottom - box.bottom) / k);
+      above = Math.max(above, (box.top - r.top) / k);
+    });
+    if (over < 1 && above < 1) { return null; }
+    var H = (f.layout.height || 450) + Math.ceil(over) + Math.ceil(above) + 8;
+    var m = f.layout.margin;
+    var upd = { height: H, "margin.b": m.b + Math.ceil(over) + (over >= 1 ? 6 : 0),
+                "margin.t": m.t + Math.ceil(above) + (above >= 1 ? 2 : 0) };
+    f.layout.height = H;
+    rec.el.style.height = H + "px";
+    rec.box.style.height = Math.ceil(H * k) + "px";
+    return Promise.resolve(window.Plotly.relayout(rec.el, upd)).then(function () { return fit(rec, f, k, pass + 1); });
   }
 
   function draw(el, spec) {
