@@ -18,7 +18,7 @@ tasks=("$@")
 for task in "${tasks[@]}"; do
     echo "== $task"
     case "$task" in
-        text) time "$PY" -m tinytf.train --task text --preset small --out tinytf/checkpoints ;;
-        *) time "$PY" -m tinytf.train --task "$task" --preset tiny --out tinytf/checkpoints ;;
+        text) time "$PY" -m tinytf train --task text --preset small --out tinytf/checkpoints ;;
+        *) time "$PY" -m tinytf train --task "$task" --preset tiny --out tinytf/checkpoints ;;
     esac
 done

@@ -34,7 +34,7 @@ def test_listing_and_sidecars():
         for key in ("config", "kind", "command", "seed", "steps", "metrics", "torch_version", "tolerance",
                     "description"):
             assert key in data, (name, key)
-        assert data["command"].startswith("python -m tinytf.train --task ")
+        assert data["command"].startswith("python -m tinytf train --task ")
         assert data["file_bytes"] == st.stat().st_size
 
 

@@ -80,7 +80,7 @@ def test_sidecar_records_the_corpus_and_the_run(info):
     assert rec["n_files_train"] + rec["n_files_val"] == rec["n_files"] > 100
     assert rec["bytes_train"] + rec["bytes_val"] == rec["bytes"] > 500_000
     assert "by file" in rec["split_rule"] and "% 10 == 0" in rec["split_rule"]
-    assert info["command"].startswith("python -m tinytf.train --task text")
+    assert info["command"].startswith("python -m tinytf train --task text")
     for key in ("seed", "steps", "lr", "batch_size", "seq_len", "optimizer", "train_seconds", "torch_version",
                 "parameters", "metrics", "baselines", "tolerance", "continuations", "storage_dtype"):
         assert key in info, key

@@ -1,24 +1,34 @@
 """tinytf: a tiny, fully traceable Transformer shared by every chapter of the book.
 
-Modules, in the order the book teaches them:
-config -> norms -> ffn -> positions -> attention -> blocks -> models -> generation
--> parameters -> causality -> tracing -> viz (optional: needs plotly/matplotlib/ipywidgets).
+The layout shows the architecture:
+
+* the model core, ``tinytf/*.py``, in the order the book teaches it: config -> tokens -> norms -> ffn (and
+  moe) -> positions -> attention (and mla) -> blocks -> models -> hooks/tracing -> generation;
+* the book's laboratory, ``tinytf/lab/``: tasks and training, the shipped checkpoints, measurements
+  (causality, gradients, head scores, the logit lens, the 2017-vs-2026 study), calculators (parameters,
+  KV-cache memory), the block reviewer, Hugging Face and PyTorch interop, the exercises;
+* the figures, ``tinytf/viz/`` (optional: needs plotly/matplotlib/ipywidgets).
+
+Everything a chapter uses is importable from ``tinytf`` itself (``tinytf.TinyConfig``, ``tinytf.generate``,
+``tinytf.pretrained(...)``, ...), and every laboratory module also by its short name (``tinytf.train``).
 """
-from .config import TinyConfig, config_2017, config_2026
+import sys as _sys
+
+# --- the model core --------------------------------------------------------------------------------------
+from .config import TinyConfig, RopeScaling, config_2017, config_2026
 from .errors import TinyTFInputError
 from .tokens import encode, decode, token_labels
 from .norms import RMSNorm, LayerNorm, make_norm
 from .ffn import MLP, SwiGLU, make_ffn
+from .moe import MoE, RouterTopK
 from .positions import RoPE, SinusoidalPositions, LearnedPositions, sinusoidal_table, rope_angles
-from .attention import attention, causal_mask, Attention, KVCache, LayerCache
+from .attention import attention, causal_mask, Attention, KVCache, LayerCache, WindowLayerCache, sliding_window_mask
+from .mla import LatentAttention, LatentCache
 from .blocks import DecoderBlock, EncoderBlock, CrossDecoderBlock, make_connection
 from .models import TinyTransformer, EncoderDecoder, check_ids, init_weights
-from .generation import generate, generate_seq2seq, pick_next
-from .parameters import (parameter_table, format_table, count_parameters, meta_model, approx_layer_params,
-                         exact_layer_params, LLAMA3_8B, GPT2_SMALL)
-from .causality import causality_check, causality_sweep, sweep_report, broken_mask, off_by_one_mask
-from .tracing import run_with_trace, recording, Trace, TRACE_NAMES
-from .precision import below
+from .tracing import run_with_trace, recording, Trace, TRACE_NAMES, FRONTIER_TRACE_NAMES
+from .generation import generate, generate_seq2seq, pick_next, top_p_filter, top_k_filter, next_token_probs
+from . import moe, mla  # noqa: F401  (modules: tinytf.moe.MoE, tinytf.mla.LatentAttention)
 
 __version__ = "0.1.0"
 
@@ -32,29 +42,23 @@ def seed_everything(seed: int = 0):
     random.seed(seed)
     torch.manual_seed(seed)
 
-# Submodules added on top of the core (each importable on its own as well).
-from . import tasks, pretrained  # noqa: E402  (tinytf.pretrained("induction-2l") loads a shipped checkpoint)
-from . import review, cache_memory  # noqa: E402  (modules: tinytf.review.review(cfg), tinytf.cache_memory...)
-from .review import format_review, review_table  # noqa: E402
-from .cache_memory import kv_cache_bytes  # noqa: E402
-# The frontier block (chapter "The frontier block"): MoE, MLA, Hugging Face configs and checkpoints.
-from . import moe, mla, hf  # noqa: E402
-from .config import RopeScaling  # noqa: E402
-from .moe import MoE, RouterTopK  # noqa: E402
-from .mla import LatentAttention, LatentCache  # noqa: E402
-from .attention import WindowLayerCache, sliding_window_mask  # noqa: E402
-from .hf import config_from_hf, from_hf, HFConfigError  # noqa: E402
-from .parameters import active_parameters  # noqa: E402
-from .tracing import FRONTIER_TRACE_NAMES  # noqa: E402
-from .cache_memory import cache_by_layer, cache_bytes_per_token  # noqa: E402
-from .hf import published_config, PUBLISHED_CONFIGS  # noqa: E402
-from .review import frontier_review, frontier_review_table  # noqa: E402
-# Real text (issue #12): the stdlib-docstring corpus, n-gram baselines, nucleus sampling; the text model is
-# tinytf.pretrained("text-4l") (snapshots: tinytf.pretrained.snapshots("text-4l")).
-from . import textdata  # noqa: E402
-from .generation import top_p_filter, top_k_filter, next_token_probs  # noqa: E402
-from .textdata import bits_per_byte, unigram_bits_per_byte, bigram_bits_per_byte  # noqa: E402
-from . import exercises  # noqa: E402  (the book's implement-and-check exercises: tinytf.exercises.check)
-# Looking inside the text model (issue #12): head-pattern scores and the logit lens.
-from . import heads, lens  # noqa: E402
-from .lens import logit_lens  # noqa: E402
+
+# --- the book's laboratory (tinytf/lab) ----------------------------------------------------------------------
+from . import lab  # noqa: E402
+from .lab import (tasks, textdata, train, pretrained, causality, experiments, block_comparison, heads, lens,  # noqa: E402
+                  decoding, precision, parameters, cache_memory, review, hf, interop, exercises, book)
+from .lab.parameters import (parameter_table, format_table, count_parameters, active_parameters, meta_model,  # noqa: E402
+                             approx_layer_params, exact_layer_params, LLAMA3_8B, GPT2_SMALL)
+from .lab.causality import causality_check, causality_sweep, sweep_report, broken_mask, off_by_one_mask  # noqa: E402
+from .lab.precision import below  # noqa: E402
+from .lab.review import format_review, review_table, frontier_review, frontier_review_table  # noqa: E402
+from .lab.cache_memory import kv_cache_bytes, cache_by_layer, cache_bytes_per_token  # noqa: E402
+from .lab.hf import config_from_hf, from_hf, HFConfigError, published_config, PUBLISHED_CONFIGS  # noqa: E402
+from .lab.textdata import bits_per_byte, unigram_bits_per_byte, bigram_bits_per_byte  # noqa: E402
+from .lab.lens import logit_lens  # noqa: E402
+
+# First-edition module names: `import tinytf.train`, `from tinytf.tasks import ...` find the lab modules
+# (the same module objects, not copies).
+for _name in lab.MODULES:
+    _sys.modules.setdefault(f"{__name__}.{_name}", getattr(lab, _name))
+del _name

@@ -222,8 +222,8 @@ def swap_animation(steps, frame_ms: int = 1400):
     2017 → 2026 path). One frame per step: the parameters of one block by component
     (``tinytf.exact_layer_params``) and how many gaps the block reviewer (``tinytf.review``) still
     finds against the Llama-3-style recipe."""
-    from ..parameters import exact_layer_params
-    from ..review import review
+    from ..lab.parameters import exact_layer_params
+    from ..lab.review import review
 
     steps = list(steps)
     if not steps:

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from ..cache_memory import format_bytes, kv_cache_bytes
+from ..lab.cache_memory import format_bytes, kv_cache_bytes
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..tokens import encode, token_labels
@@ -276,8 +276,8 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
     |attention logit| (``blocks.*.attn.scores``) on a fixed probe batch, and the training loss.
     Returns {"steps": [...], "max_logit": [...], "loss": [...]} (loss at the recorded steps; step 0: None)."""
     from ..models import TinyTransformer
-    from ..tasks import InductionTask
-    from ..train import decoder_loss, num_threads
+    from ..lab.tasks import InductionTask
+    from ..lab.train import decoder_loss, num_threads
 
     task = task or InductionTask(min_length=4, max_length=12)
     with num_threads(1), torch.random.fork_rng(devices=[]):
@@ -307,7 +307,7 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
 
 
 def load_logit_growth(path=None) -> dict:
-    """The recorded QK-norm runs (written by ``python -m tinytf.viz.frontier``)."""
+    """The recorded QK-norm runs (written by ``python -m tinytf record-qk-norm``)."""
     return json.loads(Path(path or LOGIT_GROWTH_FILE).read_text())
 
 
@@ -334,20 +334,17 @@ LOGIT_GROWTH_SETTINGS = dict(base=dict(vocab_size=128, d_model=64, n_heads=4, n_
                              steps=150, lr=1e-2, every=10, seeds=[0, 1, 2])
 
 
-def main() -> int:  # python -m tinytf.viz.frontier: re-record tinytf/checkpoints/qk_norm_logits.json
+def main() -> int:  # python -m tinytf record-qk-norm: re-record tinytf/checkpoints/qk_norm_logits.json
     s = LOGIT_GROWTH_SETTINGS
     runs = {}
     for variant, qk in (("plain", "none"), ("QK-norm", "head")):
         cfg = TinyConfig(**s["base"], qk_norm=qk)
         runs[variant] = [logit_growth(cfg, s["steps"], s["lr"], seed, s["every"]) for seed in s["seeds"]]
         print(variant, [round(r["max_logit"][-1], 1) for r in runs[variant]], flush=True)
-    out = dict(command="python -m tinytf.viz.frontier", torch=torch.__version__, settings=s,
+    out = dict(command="python -m tinytf record-qk-norm", torch=torch.__version__, settings=s,
                task="induction, repeat length 4..12, batch 32", optimizer="AdamW(0.9, 0.95), constant lr, "
                "no warm-up, no clipping, no weight decay", runs=runs)
     LOGIT_GROWTH_FILE.write_text(json.dumps(out, indent=1) + "\n")
     print("wrote", LOGIT_GROWTH_FILE)
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..errors import TinyTFInputError
-from ..heads import previous_token_score
+from ..lab.heads import previous_token_score
 from ..tokens import encode, token_labels
 from .common import FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, make_figure
 
@@ -25,7 +25,7 @@ FRAME_MS = 1200
 
 def snapshot_models(name: str) -> dict:
     """{training step: model} for every snapshot of the shipped checkpoint ``name``."""
-    from .. import pretrained
+    from ..lab import pretrained
 
     return {step: pretrained.load(snap) for step, snap in pretrained.snapshots(name).items()}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..block_comparison import curve_band
+from ..lab.block_comparison import curve_band
 from ..errors import TinyTFInputError
 from .common import FONT, OKABE_ITO
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .blocks import CrossDecoderBlock, EncoderBlock, PostNorm, PreNorm
-from .errors import TinyTFInputError
-from .ffn import MLP
-from .norms import LayerNorm
-from .positions import NoRotary
+from ..blocks import CrossDecoderBlock, EncoderBlock, PostNorm, PreNorm
+from ..errors import TinyTFInputError
+from ..ffn import MLP
+from ..norms import LayerNorm
+from ..positions import NoRotary
 
 __all__ = ["to_torch", "from_torch", "torch_compatibility", "copy_attention", "copy_block"]
 

@@ -8,8 +8,8 @@
 
 Command line (re-creates a shipped checkpoint; see scripts/train_all.sh):
 
-    python -m tinytf.train --task induction --preset tiny [--out tinytf/checkpoints]
-    python -m tinytf.train --task text --preset small [--out tinytf/checkpoints]
+    python -m tinytf train --task induction --preset tiny [--out tinytf/checkpoints]
+    python -m tinytf train --task text --preset small [--out tinytf/checkpoints]
 
 ``--task text`` trains the byte-level ``text-4l`` (``TEXT_PRESETS``) on the docstrings of the running Python's
 standard library (``tinytf.textdata.stdlib_corpus``, read at run time, split by file) with ``train_text``:
@@ -53,8 +53,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import tasks as T
-from .config import TinyConfig
-from .errors import TinyTFInputError
+from ..config import TinyConfig
+from ..errors import TinyTFInputError
 
 EVAL_SEED = 10_000  # evaluate() default: never used for training data (training uses small seeds)
 
@@ -131,7 +131,7 @@ def seq2seq_loss(model, batch):
 
 
 def _check_model(model, task):
-    from .models import EncoderDecoder, TinyTransformer
+    from ..models import EncoderDecoder, TinyTransformer
 
     want = TinyTransformer if task.kind == "decoder" else EncoderDecoder
     if not isinstance(model, want):
@@ -453,7 +453,7 @@ PRESETS = {
 
 def build_model(kind: str, cfg: TinyConfig, seed: int = 0):
     """A freshly initialised model of ``kind`` ('decoder' or 'seq2seq'), initialised under ``seed``."""
-    from .models import EncoderDecoder, TinyTransformer
+    from ..models import EncoderDecoder, TinyTransformer
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -508,8 +508,8 @@ def _text_metrics(model, corpus, preset) -> dict:
 
 
 def _continuations(model, preset) -> dict:
-    from .generation import generate
-    from .tokens import decode, encode
+    from ..generation import generate
+    from ..tokens import decode, encode
 
     prompt = encode(preset.prompt)
     greedy = generate(model, prompt, preset.continuation_bytes)
@@ -520,7 +520,7 @@ def _continuations(model, preset) -> dict:
 
 
 def main_text(args, argv) -> int:
-    """``python -m tinytf.train --task text``: train the byte-level model, write the final checkpoint and
+    """``python -m tinytf train --task text``: train the byte-level model, write the final checkpoint and
     snapshots (float16 weights; metrics measured on the re-loaded weights)."""
     from . import textdata
     from .pretrained import SNAPSHOT_MARK, load_checkpoint, save_checkpoint
@@ -539,7 +539,7 @@ def main_text(args, argv) -> int:
           f"{record['python_version']}, sha256 {record['sha256'][:12]}); {steps} steps of {preset.batch_size} x "
           f"{preset.seq_len} bytes, seed {seed}, torch {torch.__version__}, 1 thread", flush=True)
     given = argv if argv is not None else sys.argv[1:]
-    command = "python -m tinytf.train " + " ".join(a for a in given if a != "--no-progress")
+    command = "python -m tinytf train " + " ".join(a for a in given if a != "--no-progress")
     snap_steps = sorted({round(f * steps) for f in preset.snapshot_fractions} - {steps})
     snap_names = {s: f"{preset.checkpoint}{SNAPSHOT_MARK}{s}" for s in snap_steps}
     snap_metrics = {}
@@ -629,7 +629,7 @@ def tqdm_write(msg):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tinytf.train", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tinytf train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=sorted(T.TASKS) + ["text"], required=True)
     parser.add_argument("--preset", choices=sorted({p for _, p in PRESETS} | set(TEXT_PRESETS)),
                         help="tiny (induction, reversal; the default) or small (text; the default)")
@@ -659,7 +659,7 @@ def main(argv=None) -> int:
         from .pretrained import save_checkpoint
 
         given = argv if argv is not None else sys.argv[1:]
-        command = "python -m tinytf.train " + " ".join(a for a in given if a != "--no-progress")  # no effect on results
+        command = "python -m tinytf train " + " ".join(a for a in given if a != "--no-progress")  # no effect on results
         info = {
             "name": preset.checkpoint,
             "description": preset.description,
@@ -689,6 +689,3 @@ def main(argv=None) -> int:
         print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

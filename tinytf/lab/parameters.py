@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .config import TinyConfig
+from ..config import TinyConfig
 
 LLAMA3_8B = TinyConfig(vocab_size=128256, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336,
                        norm="rms", ffn="swiglu", pos="rope", bias=False, tie_embeddings=False, max_seq_len=8192)
@@ -92,7 +92,7 @@ def format_table(rows, title: str | None = None) -> str:
 
 def meta_model(cfg: TinyConfig, kind: str = "decoder"):
     """Build a model on the meta device: shapes only, no memory, no initialisation cost."""
-    from .models import EncoderDecoder, TinyTransformer
+    from ..models import EncoderDecoder, TinyTransformer
 
     with torch.device("meta"):
         return (TinyTransformer if kind == "decoder" else EncoderDecoder)(cfg)
@@ -119,7 +119,7 @@ def active_parameters(cfg: TinyConfig) -> int:
     """Parameters one token goes through: the total minus, in every MoE layer, the routed experts the router
     did not choose ((n_experts - experts_per_token) experts). Equals count_parameters for a dense model.
     (Like the published figures, it counts the whole embedding matrix and LM head.)"""
-    from .moe import Experts
+    from ..moe import Experts
 
     cfg = _as_config(cfg)
     model = meta_model(cfg)
@@ -139,7 +139,7 @@ def approx_layer_params(d_model: int, r: float) -> float:
 
 def exact_layer_params(cfg: TinyConfig) -> dict:
     """Exact per-layer counts by sublayer, from a meta-device block."""
-    from .blocks import DecoderBlock
+    from ..blocks import DecoderBlock
 
     with torch.device("meta"):
         block = DecoderBlock(cfg)

@@ -44,10 +44,10 @@ from typing import Optional
 import torch
 
 from . import tasks as T
-from .config import TinyConfig
-from .errors import TinyTFInputError
+from ..config import TinyConfig
+from ..errors import TinyTFInputError
 
-CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
+CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
 FORMAT = "tinytf-checkpoint/1"  # marks a sidecar JSON as a checkpoint description
 KINDS = ("decoder", "seq2seq")  # the architecture (sidecar "kind")
 LIST_KINDS = ("decoder", "seq2seq", "text")  # what names()/available() filter on
@@ -160,7 +160,7 @@ def config_from_info(data: dict, where="checkpoint") -> TinyConfig:
 
 
 def _build(kind: str, cfg: TinyConfig):
-    from .models import EncoderDecoder, TinyTransformer
+    from ..models import EncoderDecoder, TinyTransformer
 
     return TinyTransformer(cfg) if kind == "decoder" else EncoderDecoder(cfg)
 
@@ -222,10 +222,10 @@ def load_checkpoint(path):
 def save_checkpoint(model, path, info: dict, dtype: Optional[torch.dtype] = None) -> tuple:
     """Write ``<path>.safetensors`` (weights) and ``<path>.json`` (``info`` + config + kind + format).
     ``dtype`` (e.g. torch.float16) stores the weights in that type (None: as they are); loading casts back
-    to the model's float32. Returns the two paths. Used by ``python -m tinytf.train --out``."""
+    to the model's float32. Returns the two paths. Used by ``python -m tinytf train --out``."""
     from safetensors.torch import save_file
 
-    from .models import EncoderDecoder, TinyTransformer
+    from ..models import EncoderDecoder, TinyTransformer
 
     if isinstance(model, TinyTransformer):
         kind = "decoder"

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import TinyConfig
-from .errors import TinyTFInputError
+from ..config import TinyConfig
+from ..errors import TinyTFInputError
 
 __all__ = ["kv_cache_bytes", "CacheMemory", "cache_memory", "format_bytes", "cache_memory_table",
            "layer_cache_values", "layer_cache_positions", "cache_by_layer", "cache_bytes_per_token", "LayerCacheMemory"]

@@ -33,7 +33,7 @@ from typing import Optional
 
 import torch
 
-from .errors import TinyTFInputError
+from ..errors import TinyTFInputError
 
 BOS = 2  # ASCII STX
 EOS = 3  # ASCII ETX

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .errors import TinyTFInputError
+from ..errors import TinyTFInputError
 
 
 @torch.no_grad()

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .config import TinyConfig
-from .errors import TinyTFInputError
+from ..config import TinyConfig
+from ..errors import TinyTFInputError
 
 __all__ = ["Gap", "review", "format_review", "review_table", "block_fields", "PUBLISHED", "GATED_FFNS", "RATIO_RANGE",
            "FRONTIER", "FRONTIER_CHAPTER", "frontier_review", "frontier_review_table"]

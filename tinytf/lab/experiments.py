@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .config import TinyConfig
-from .errors import TinyTFInputError
-from .models import TinyTransformer, check_ids, init_weights
-from .tracing import run_with_trace
+from ..config import TinyConfig
+from ..errors import TinyTFInputError
+from ..models import TinyTransformer, check_ids, init_weights
+from ..tracing import run_with_trace
 
 
 @dataclass

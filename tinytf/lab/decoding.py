@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .errors import TinyTFInputError
+from ..errors import TinyTFInputError
 
 
 def entropy_bits(probs) -> float:

@@ -176,8 +176,8 @@ def compare(name: str, got, want: torch.Tensor, axes: tuple, tolerance: float = 
 
 
 def _model(**changes):
-    from .config import TinyConfig
-    from .models import TinyTransformer
+    from ..config import TinyConfig
+    from ..models import TinyTransformer
 
     return TinyTransformer(TinyConfig(**changes)).eval()
 
@@ -191,7 +191,7 @@ def _nudge(module, scale=0.1):
 
 
 def _trace(model, text):
-    from .tokens import encode
+    from ..tokens import encode
 
     with torch.no_grad():
         _, trace = model.run_with_trace(encode(text))
@@ -219,7 +219,7 @@ def _check_causal_attention(name, fn, tol):
 
 
 def _check_rmsnorm(name, fn, tol):
-    from .norms import RMSNorm
+    from ..norms import RMSNorm
 
     norm = _nudge(RMSNorm(128)).eval()
     x = torch.randn(2, 5, 128) * 2 + 0.5
@@ -245,7 +245,7 @@ def _check_block(name, fn, tol, norm_position):
 
 
 def _check_parameter_count(name, fn, tol):
-    from .config import TinyConfig
+    from ..config import TinyConfig
     from .parameters import LLAMA3_8B, count_parameters
 
     configs = [("TinyConfig()", TinyConfig()),
@@ -277,9 +277,9 @@ def _check_parameter_count(name, fn, tol):
 
 
 def _check_cross_attention(name, fn, tol):
-    from .config import TinyConfig
-    from .models import EncoderDecoder
-    from .tokens import encode
+    from ..config import TinyConfig
+    from ..models import EncoderDecoder
+    from ..tokens import encode
 
     model = _nudge(EncoderDecoder(TinyConfig(n_layers=1)), 0.02).eval()
     with torch.no_grad():
@@ -297,7 +297,7 @@ def _check_gqa(name, fn, tol):
 
 
 def _check_kv_cache_step(name, fn, tol):
-    from .tokens import encode
+    from ..tokens import encode
 
     model = _nudge(_model())
     cache = model.new_cache()
@@ -311,8 +311,8 @@ def _check_kv_cache_step(name, fn, tol):
 
 
 def _check_sampler(name, fn, tol):
-    from .generation import next_token_probs
-    from .tokens import encode
+    from ..generation import next_token_probs
+    from ..tokens import encode
 
     model = _model()
     with torch.no_grad():

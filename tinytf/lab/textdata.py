@@ -34,7 +34,7 @@ from typing import Optional
 import torch
 from torch.nn import functional as F
 
-from .errors import TinyTFInputError
+from ..errors import TinyTFInputError
 
 SPLIT_EVERY = 10  # file i (sorted order) is validation when i % SPLIT_EVERY == 0
 SPLIT_RULE = (f"by file: the .py files are sorted by relative path; file i is validation when i % {SPLIT_EVERY} == 0, "

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .attention import Attention
-from .errors import TinyTFInputError
-from .models import check_ids
+from ..attention import Attention
+from ..errors import TinyTFInputError
+from ..models import check_ids
 
 
 @dataclass

@@ -52,10 +52,10 @@ import torch
 from torch import nn
 
 from . import tasks as T
-from .config import TinyConfig, config_2017, config_2026
-from .errors import TinyTFInputError
+from ..config import TinyConfig, config_2017, config_2026
+from ..errors import TinyTFInputError
 
-RESULTS_PATH = Path(__file__).parent / "checkpoints" / "compare_blocks.json"
+RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "compare_blocks.json"
 
 #: the reported metrics come from sequences drawn with EVAL_SEED (= tinytf.train.EVAL_SEED); the learning rate
 #: is chosen on sequences drawn with VAL_SEED; training batches use the small run seeds
@@ -153,7 +153,7 @@ def paper_init(model: nn.Module) -> nn.Module:
 
 def _scale_embeddings(model) -> None:
     """Give the encoder and decoder of an EncoderDecoder sqrt(d_model)-scaled embeddings (if not already)."""
-    from .models import ScaledEmbedding
+    from ..models import ScaledEmbedding
 
     for part in (model.encoder, model.decoder):
         if not isinstance(part.embed, ScaledEmbedding):
@@ -163,7 +163,7 @@ def _scale_embeddings(model) -> None:
 def build_model(cfg: TinyConfig, seed: int):
     """A fresh EncoderDecoder for ``cfg``, initialised by ``paper_init`` under ``seed`` (the caller's RNG state
     is left alone). With ``cfg.scale_embeddings`` its token embeddings are multiplied by sqrt(d_model)."""
-    from .models import EncoderDecoder
+    from ..models import EncoderDecoder
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

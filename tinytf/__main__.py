@@ -1,0 +1,35 @@
+"""The command line of the book's laboratory: ``python -m tinytf <command> [options]``.
+
+    python -m tinytf train --task induction --preset tiny [--out tinytf/checkpoints]   # tinytf.lab.train
+    python -m tinytf train --task text --preset small                                 # the English model
+    python -m tinytf record-qk-norm                 # re-record chapter 10's QK-norm runs (tinytf.viz.frontier)
+
+``scripts/train_all.sh`` re-creates every shipped checkpoint with these commands.
+"""
+from __future__ import annotations
+
+import sys
+
+COMMANDS = {"train": "train a model and write its checkpoint (tinytf.lab.train)",
+            "record-qk-norm": "re-record tinytf/checkpoints/qk_norm_logits.json (tinytf.viz.frontier)"}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__.strip().splitlines()[0] + "\n\ncommands:")
+        for name, what in COMMANDS.items():
+            print(f"  {name:<15} {what}")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    command, rest = argv[0], argv[1:]
+    if command == "train":
+        from .lab.train import main as train
+
+        return train(rest)
+    from .viz.frontier import main as record
+
+    return record()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
