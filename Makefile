@@ -24,12 +24,15 @@ OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
 PYTEST_ARGS ?=
 CHAPTERS ?=
 
+# The browser assets (plotly.js partial bundle, axe-core) come from npm at the versions of package-lock.json.
+NODE_STAMP := node_modules/.package-lock.json
+
 .PHONY: book test test-other-kernels env execute lock report clean
 
-book: $(STAMP)
+book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python scripts/build_book.py
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest tests chapters $(NBVAL) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-other-kernels
 
@@ -45,6 +48,10 @@ execute: $(STAMP)
 lock:
 	PYTHON=$(PYTHON) bash scripts/lock.sh
 
+$(NODE_STAMP): package.json package-lock.json
+	@if command -v npm >/dev/null; then npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: install Node.js (without npm ci the book falls back to the full plotly.js, and the page-weight and accessibility tests fail)"; fi
+
 $(STAMP):
 	@test -x $(BIN)/python || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	$(PIP) install -q -r requirements.lock
@@ -53,7 +60,7 @@ $(STAMP):
 	@touch $@
 
 # per-chapter execution time, nbval time, build time, page weights -> _build/book_report.md
-report: $(STAMP)
+report: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python scripts/book_report.py
 
 clean:
