@@ -3,9 +3,10 @@
     python scripts/execute_chapters.py                      # every chapters/*.ipynb
     python scripts/execute_chapters.py chapters/05_*.ipynb  # some of them
 
-Deterministic: every chapter seeds its own random numbers, the kernel gets PYTHONHASHSEED=0, and
-`tinytf.viz.show` writes figure ids that do not depend on the numbers. Running it twice on one machine
-gives byte-identical notebooks; on another machine the printed text is the same and figure numbers
+Deterministic: every chapter seeds its own random numbers, the kernel gets PYTHONHASHSEED=0,
+`tinytf.viz.show` writes figure ids that do not depend on the numbers, and consecutive printed chunks are
+joined into one output. Running it twice on one machine gives the same notebooks except in the cells that
+time something (tagged nbval-ignore-output); on another machine the printed text is the same and figure numbers
 agree within the tolerance of tests/nbval_figures.py (that is what `make test` checks, under two
 CPU kernel selections).
 
@@ -49,8 +50,30 @@ def execute(path: Path, cell_timeout: int = 300, chapter_timeout: int = 600) -> 
         raise SystemExit(f"{path.name}: still running after {chapter_timeout} s (a cell hangs)")
     if error:
         raise SystemExit(f"{path.name}: {type(error[0]).__name__}: {error[0]}")
+    widgets = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = merge_streams(cell.outputs)
+            for out in cell.outputs:
+                view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+                if view:  # a random id per run; the widget state is not stored, so any stable name will do
+                    widgets += 1
+                    view["model_id"] = f"{path.stem}-widget-{widgets}"
     nbformat.write(nb, path)
     return time.perf_counter() - t0
+
+
+def merge_streams(outputs: list) -> list:
+    """Join consecutive stdout (or stderr) outputs into one: how the kernel's messages were split into
+    chunks depends on timing, and the notebook should not (nbval joins them the same way)."""
+    merged = []
+    for out in outputs:
+        if (merged and out.get("output_type") == "stream" and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == out.get("name")):
+            merged[-1]["text"] = merged[-1]["text"] + out["text"]
+        else:
+            merged.append(out)
+    return merged
 
 
 def main(argv=None) -> int:
