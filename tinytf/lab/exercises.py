@@ -11,7 +11,7 @@ positions (or heads, or configurations) that disagree, and the largest error.
     rmsnorm: passed: shape [2, 5, 128], max error < 1e-05
 
 The report is the same on every machine: a passing error is printed as the bound it satisfies
-(:func:`tinytf.below`), never as its float32 digits. A stub that raises ``NotImplementedError`` is reported
+(``tinytf.below``), never as its float32 digits. A stub that raises ``NotImplementedError`` is reported
 as "not attempted yet", so a chapter can run its exercise cells before the reader fills them in.
 Checking never changes the random state of the caller (the inputs come from a private generator).
 

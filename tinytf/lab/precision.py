@@ -17,7 +17,7 @@ import math
 
 
 def below(value, bound: float) -> str:
-    """'< {bound}' when |value| < bound; otherwise the value itself and the bound it breaks."""
+    """'< {bound}' when abs(value) < bound; otherwise the value itself and the bound it breaks."""
     value = float(value)
     if not bound > 0:
         raise ValueError(f"below: the bound must be positive, got {bound!r}")

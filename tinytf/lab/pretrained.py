@@ -273,11 +273,12 @@ def untrained(name: str, seed: int = 0):
 class Sample:
     """A fresh example for a shipped checkpoint, ready to feed and to label.
 
-    decoder (induction): ``ids`` = [BOS, x1..xL, x1..xL] is the model input; ``target`` the next token at
+    * decoder (induction): ``ids`` = [BOS, x1..xL, x1..xL] is the model input; ``target`` the next token at
       each position (-1 where nothing is predictable), ``cells`` the (query, key) pairs an induction head
       lights up: query i in L+1..2L -> key i - L + 1.
-    seq2seq (reversal): ``src`` = [x1..xS, EOS] and ``tgt`` = [BOS, xS..x1] are the model inputs
+    * seq2seq (reversal): ``src`` = [x1..xS, EOS] and ``tgt`` = [BOS, xS..x1] are the model inputs
       (model(src, tgt)), ``target`` = [xS..x1, EOS]; ``cells`` are (target position j, source S-1-j).
+
     ``attention`` is the trace name of the map to show and ``head`` the head index in it that the
     checkpoint's metrics found best (layer and head also as ``layer``)."""
 

@@ -1,5 +1,5 @@
 """Block diagrams drawn by code (plotly shapes and annotations), so that they render offline like every other
-figure of the book (show them with :func:`tinytf.viz.show`).
+figure of the book (show them with ``tinytf.viz.show``).
 
 - :func:`block_diagram`: one decoder block, pre-norm (the Llama-3-style block) or post-norm (2017);
 - :func:`model_diagram`: a decoder-only language model, ids to logits, with the block repeated;

@@ -8,7 +8,7 @@ tinytf forward pass (its trace), from autograd on that pass, from a real trainin
     cache_context_figure(configs, lengths)      KV-cache bytes against context length (log-log)
     expert_load(model, ids)                     tokens per expert, per MoE layer (from router_topk)
     router_figure(model, ids, layer=0)          animated over the tokens: router scores, the k experts chosen
-    logit_growth(cfg, steps, lr, seed)          train briefly, record max |attention logit| every few steps
+    logit_growth(cfg, steps, lr, seed)          train briefly, record the largest absolute attention logit every few steps
     logit_growth_figure(runs)                   the recorded curves, one line per variant and seed
 """
 from __future__ import annotations
@@ -273,7 +273,7 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
                  batch_size: int = 32, task=None) -> dict:
     """Train a TinyTransformer(cfg) (seed ``seed``) on the induction task with AdamW at a constant, high
     learning rate (no warm-up, no clipping, no weight decay) and record, every ``every`` steps, the largest
-    |attention logit| (``blocks.*.attn.scores``) on a fixed probe batch, and the training loss.
+    absolute attention logit (``blocks.*.attn.scores``) on a fixed probe batch, and the training loss.
     Returns {"steps": [...], "max_logit": [...], "loss": [...]} (loss at the recorded steps; step 0: None)."""
     from ..models import TinyTransformer
     from ..lab.tasks import InductionTask
@@ -312,7 +312,7 @@ def load_logit_growth(path=None) -> dict:
 
 
 def logit_growth_figure(runs: dict):
-    """runs: {variant: [record per seed]} (records from ``logit_growth``): max |attention logit| per step."""
+    """runs: {variant: [record per seed]} (records from ``logit_growth``): the largest absolute attention logit per step."""
     fig = go.Figure()
     for j, (variant, recs) in enumerate(runs.items()):
         for s, rec in enumerate(recs):
