@@ -155,7 +155,7 @@ def make_report(docnames, nbval, build_seconds, weights) -> str:
     lines = ["## Performance report", ""]
     lines.append(f"Measured {time.strftime('%Y-%m-%d')} with `make report` (scripts/book_report.py) on "
                  f"{platform.machine()}, Python {platform.python_version()}, "
-                 f"{_cores()} cores (shared with other work while measured).")
+                 f"{_cores()} cores, load average {_load()} when the report finished.")
     lines.append("")
     for name, (wall, _, summary) in (nbval or {}).items():
         lines.append(f"- nbval, all chapters, {name}: **{wall:.0f} s** wall time (goal ≤ {GOAL_NBVAL_TOTAL_S} s: "
@@ -182,6 +182,12 @@ def make_report(docnames, nbval, build_seconds, weights) -> str:
                      f"{'yes' if w.get('plotly') else '–'} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def _load() -> str:
+    import os
+
+    return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "unknown"
 
 
 def _cores() -> int:

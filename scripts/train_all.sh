@@ -7,7 +7,7 @@
 #   PYTHON=python3 scripts/train_all.sh
 # Measured on the project's 2-core machine (one thread): induction-2l ~2-10 min, reversal-2l ~1 min,
 # text-4l (+ its 4 snapshots text-4l@step*, 1800 steps) 35 min of wall time
-# on a busy machine (load average 6-7; 1.6 steps/s when quiet, i.e. about 20 min). The text model reads its corpus, the docstrings of
+# on a busy machine (load average 6-7); on a quiet one 1.28 steps/s, about 24 min. The text model reads its corpus, the docstrings of
 # the running Python's standard library, at training time: its weights are reproduced only with the same
 # Python version (the sidecar records the corpus sha256).
 set -euo pipefail
