@@ -15,31 +15,12 @@ import numpy as np
 import torch
 
 from ..errors import TinyTFInputError
-from .common import (DIVERGING, FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, get_traced, make_figure, need,
+from .common import (animation_controls, DIVERGING, FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, get_traced, make_figure, need,
                      sym_range)
 
 
 def _title(main: str, detail: str) -> str:
     return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
-
-
-def _controls(names: list, labels: list, frame_ms: int, prefix: str) -> dict:
-    """plotly slider + Play/Pause (the book swaps them for HTML controls)."""
-    steps = [dict(label=lab, method="animate",
-                  args=[[n], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
-             for n, lab in zip(names, labels)]
-    return dict(
-        sliders=[dict(active=0, steps=steps, x=0.1, len=0.9, y=0, yanchor="top", pad=dict(t=40, b=0),
-                      currentvalue=dict(prefix=prefix, visible=True, xanchor="left"), transition=dict(duration=0))],
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
-                          pad=dict(t=40, r=10), showactive=False, buttons=[
-                              dict(label="▶", method="animate",
-                                   args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
-                                                    transition=dict(duration=0), mode="immediate")]),
-                              dict(label="❚❚", method="animate",
-                                   args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
-                                                      transition=dict(duration=0))])])],
-    )
 
 
 # --------------------------------------------------------------------------- chapter 1: RoPE
@@ -93,7 +74,7 @@ def rope_animation(d_head: int = 32, n_positions: int = 16, pairs=(0, 4, 15), th
     layout.update(font=FONT, height=430, showlegend=False, margin=dict(l=50, r=20, t=110, b=120),
                   title=dict(text=frames[0]["layout"]["title"]["text"], x=0.01, xanchor="left"),
                   annotations=annotations, plot_bgcolor="white",
-                  **_controls(names, [f"t={t}" for t in range(n_positions)], frame_ms, "position "))
+                  **animation_controls(names, [f"t={t}" for t in range(n_positions)], frame_ms, "position "))
     return make_figure(frames[0]["data"], layout, frames)
 
 
@@ -141,7 +122,7 @@ def temperature_animation(model, ids=None, layer: int = 0, head: int = 0, temper
                        colorbar=dict(title=dict(text="weight", side="right"), x=0.68, xanchor="left", len=0.9,
                                      thickness=10)),
         plot_bgcolor="white",
-        **_controls([f["name"] for f in frames], [f"τ={x:g}" for x in temperatures], frame_ms, ""),
+        **animation_controls([f["name"] for f in frames], [f"τ={x:g}" for x in temperatures], frame_ms, ""),
     )
     return make_figure(frames[0]["data"], layout, frames)
 
@@ -211,7 +192,7 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
                   coloraxis=dict(colorscale=DIVERGING, cmin=-m, cmax=m,
                                  colorbar=dict(title=dict(text="value", side="right"), x=0.64, xanchor="left",
                                                thickness=10, len=0.9)),
-                  **_controls(names, ["embed"] + [f"{b + 1}{'a' if j == 0 else 'f'}" for b in range(L) for j in (0, 1)],
+                  **animation_controls(names, ["embed"] + [f"{b + 1}{'a' if j == 0 else 'f'}" for b in range(L) for j in (0, 1)],
                               frame_ms, "point "))
     return make_figure(frames[0]["data"], layout, frames)
 
@@ -262,6 +243,6 @@ def swap_animation(steps, frame_ms: int = 1400):
                     fixedrange=True, dtick=1),
         yaxis2=dict(domain=[0, 1], anchor="x2", type="category", categoryorder="array", categoryarray=labels,
                     autorange="reversed", fixedrange=True, range=[len(labels) - 0.5, -0.5]),
-        **_controls(names, [f"{k}" for k in range(len(steps))], frame_ms, "step "),
+        **animation_controls(names, [f"{k}" for k in range(len(steps))], frame_ms, "step "),
     )
     return make_figure(frames[0]["data"], layout, frames)

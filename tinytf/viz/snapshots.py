@@ -18,7 +18,7 @@ import torch
 from ..errors import TinyTFInputError
 from ..lab.heads import previous_token_score
 from ..tokens import encode, token_labels
-from .common import FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, make_figure
+from .common import animation_controls, FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, make_figure
 
 FRAME_MS = 1200
 
@@ -37,25 +37,6 @@ def snapshot_traces(models: dict, ids) -> dict:
         for step, model in models.items():
             _, out[step] = model.eval().run_with_trace(ids)
     return out
-
-
-def _controls(names: list, labels: list, frame_ms: int, prefix: str) -> dict:
-    """plotly slider + Play/Pause (the HTML book replaces them by keyboard-operable controls)."""
-    steps = [dict(label=lab, method="animate",
-                  args=[[n], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
-             for n, lab in zip(names, labels)]
-    return dict(
-        sliders=[dict(active=0, steps=steps, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=50, b=0),
-                      currentvalue=dict(prefix=prefix, visible=True, xanchor="left"), transition=dict(duration=0))],
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
-                          pad=dict(t=50, r=10), showactive=False, buttons=[
-                              dict(label="▶ Play", method="animate",
-                                   args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
-                                                    transition=dict(duration=0), mode="immediate")]),
-                              dict(label="❚❚ Pause", method="animate",
-                                   args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
-                                                      transition=dict(duration=0))])])],
-    )
 
 
 def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: int = FRAME_MS, title: str = ""):
@@ -113,7 +94,7 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
                        colorbar=dict(title=dict(text="weight", side="right"), x=0.655, xanchor="left", len=0.9,
                                      thickness=10)),
         plot_bgcolor="white",
-        **_controls([f["name"] for f in frames], step_labels, frame_ms, "after "),
+        **animation_controls([f["name"] for f in frames], step_labels, frame_ms, "after "),
     )
     return make_figure(frames[0]["data"], layout, frames)
 
