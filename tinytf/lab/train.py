@@ -216,13 +216,7 @@ def train(model, task, steps: int = 1000, lr: float = 3e-3, batch_size: int = 32
             for group in opt.param_groups:
                 group["lr"] = rate
             loss, _ = loss_fn(model, task.batch(batch_size, data))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            norm = nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
-            opt.step()
-            history.losses.append(loss.item())
-            history.grad_norms.append(float(norm))
-            history.lrs.append(rate)
+            optimizer_step(model, opt, loss, grad_clip, history, rate)
             if eval_every and (step + 1) % eval_every == 0:
                 history.evals.append((step + 1, evaluate(model, task, n_samples=128, seed=eval_seed, threads=None)))
                 model.train()
@@ -237,6 +231,18 @@ def train(model, task, steps: int = 1000, lr: float = 3e-3, batch_size: int = 32
         if eval_samples:
             history.metrics = evaluate(model, task, n_samples=eval_samples, seed=eval_seed, threads=None)
     return history
+
+
+def optimizer_step(model, opt, loss, grad_clip, history, rate: float) -> None:
+    """One update from ``loss``: backward, clip the total gradient norm to ``grad_clip`` (None or 0: no clipping),
+    step; record the loss, the gradient norm before clipping and the learning rate in ``history``."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    norm = nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
+    opt.step()
+    history.losses.append(loss.item())
+    history.grad_norms.append(float(norm))
+    history.lrs.append(rate)
 
 
 def train_decoder(model, task="induction", steps: int = 1000, lr: float = 3e-3, batch_size: int = 32,
@@ -381,13 +387,7 @@ def train_text(model, corpus=None, steps: int = 1000, lr: float = 3e-3, batch_si
             inputs, targets = textdata.random_windows(corpus.train, batch_size, seq_len, data)
             logits = model(inputs)
             loss = F.cross_entropy(logits.transpose(1, 2), targets)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            norm = nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
-            opt.step()
-            history.losses.append(loss.item())
-            history.grad_norms.append(float(norm))
-            history.lrs.append(rate)
+            optimizer_step(model, opt, loss, grad_clip, history, rate)
             done = step + 1
             if eval_every and (done % eval_every == 0 or done == steps):
                 record(done)

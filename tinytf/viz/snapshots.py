@@ -39,6 +39,13 @@ def snapshot_traces(models: dict, ids) -> dict:
     return out
 
 
+def _check_layer_head(cfg, layer: int, head: int) -> None:
+    if not 0 <= layer < cfg.n_layers:
+        raise TinyTFInputError(f"layer {layer} does not exist: the model has {cfg.n_layers} blocks (0..{cfg.n_layers - 1})")
+    if not 0 <= head < cfg.n_heads:
+        raise TinyTFInputError(f"head {head} does not exist: each block has {cfg.n_heads} heads (0..{cfg.n_heads - 1})")
+
+
 def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: int = FRAME_MS, title: str = ""):
     """Animated figure: head ``head`` of block ``layer`` on the bytes of ``text``, one frame per snapshot.
 
@@ -53,10 +60,7 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
     steps = list(models)
     cfg = next(iter(models.values())).config
     ids = encode(text, cfg.vocab_size) if isinstance(text, str) else torch.as_tensor(text)
-    if not 0 <= layer < cfg.n_layers:
-        raise TinyTFInputError(f"layer {layer} does not exist: the model has {cfg.n_layers} blocks (0..{cfg.n_layers - 1})")
-    if not 0 <= head < cfg.n_heads:
-        raise TinyTFInputError(f"head {head} does not exist: each block has {cfg.n_heads} heads (0..{cfg.n_heads - 1})")
+    _check_layer_head(cfg, layer, head)
     traces = snapshot_traces(models, ids)
     name = f"blocks.{layer}.attn.weights"
     maps = {s: traces[s][name][0, head] for s in steps}
@@ -108,10 +112,7 @@ def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: st
         raise TinyTFInputError("head_comparison: expected {label: model} with at least one model")
     cfg = next(iter(models.values())).config
     ids = encode(text, cfg.vocab_size) if isinstance(text, str) else torch.as_tensor(text)
-    if not 0 <= layer < cfg.n_layers:
-        raise TinyTFInputError(f"layer {layer} does not exist: the model has {cfg.n_layers} blocks (0..{cfg.n_layers - 1})")
-    if not 0 <= head < cfg.n_heads:
-        raise TinyTFInputError(f"head {head} does not exist: each block has {cfg.n_heads} heads (0..{cfg.n_heads - 1})")
+    _check_layer_head(cfg, layer, head)
     traces = snapshot_traces(models, ids)
     T = ids.shape[-1]
     lab = axis_labels(token_labels(ids), T)
