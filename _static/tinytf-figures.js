@@ -697,10 +697,15 @@
     setCaption(rec.caption, rec.frameTitle(rec.index));
     describe(rec);
   }
+  // Plotly.animate rejects its promise (with no reason) when a newer animate call interrupts it, as
+  // fast keys or a quick Play/Pause do: that is the expected outcome, not an error.
+  function toFrame(rec, i) {
+    return Promise.resolve(window.Plotly.animate(rec.el, [rec.steps[i].name], {
+      mode: "immediate", frame: { duration: 0, redraw: true }, transition: { duration: 0 } })).catch(function () {});
+  }
   function show(rec, i) {
     rec.index = i;
-    window.Plotly.animate(rec.el, [rec.steps[i].name], { mode: "immediate", frame: { duration: 0, redraw: true },
-                                                       transition: { duration: 0 } });
+    toFrame(rec, i);
     syncControls(rec);
   }
   function stop(rec) {
@@ -746,8 +751,7 @@
     rec.drawn = true;
     return Promise.resolve(done).then(function () {
       if (rec.frames.length && rec.index > 0) {
-        return P.animate(rec.el, [rec.steps[rec.index].name], { mode: "immediate", frame: { duration: 0, redraw: true },
-                                                                  transition: { duration: 0 } });
+        return toFrame(rec, rec.index);
       }
     }).then(function () {
       return fit(rec, f, k);

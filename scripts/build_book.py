@@ -95,6 +95,16 @@ def is_stale() -> bool:
     return newest_source()[0] > started
 
 
+def static_changed() -> bool:
+    """Whether a file of _static differs from its copy in the built book (or has none)."""
+    for src in (ROOT / "_static").rglob("*"):
+        if src.is_file():
+            copy = HTML / "_static" / src.relative_to(ROOT / "_static")
+            if not copy.is_file() or copy.read_bytes() != src.read_bytes():
+                return True
+    return False
+
+
 def jupyter_book_exe() -> str:
     exe = Path(sys.executable).parent / "jupyter-book"
     return str(exe) if exe.exists() else "jupyter-book"
@@ -106,6 +116,9 @@ def build(full: bool = False, log: Path | None = None) -> float:
         # another table of contents: start afresh so no page of the old one stays behind
         shutil.rmtree(HTML, ignore_errors=True)
         shutil.rmtree(BUILD / ".doctrees", ignore_errors=True)
+    # Sphinx copies _static only when some page is out of date: a changed script or style alone
+    # needs a full build, or the old copy stays in _build/html
+    full = full or static_changed()
     cmd = [jupyter_book_exe(), *JB_ARGS] + (["--all"] if full else [])
     if toc_path() != ROOT / "_toc.yml":
         cmd += ["--toc", str(toc_path())]

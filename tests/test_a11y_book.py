@@ -209,6 +209,23 @@ def drive_animations_by_keyboard(page) -> list[str]:
     return problems
 
 
+def test_interrupted_animation_raises_no_error(book_server, browser):
+    """Plotly.animate rejects the promise of a step that a newer step interrupts (fast keys, Play then
+    Pause, a colour-mode redraw during a step): the controls must treat that as expected, not leave an
+    unhandled rejection. Four steps asked for in one tick interrupt one another every time."""
+    page, errors, _, _ = book_browser.open_page(browser, book_url("chapters/02_causal_self_attention.html"))
+    try:
+        book_browser.settle(page)
+        shown = page.evaluate("""() => { const r = document.querySelector('.tinytf-anim-controls input[type=range]');
+            for (const v of [1, 2, 3, 0]) { r.value = String(v); r.dispatchEvent(new Event('input')); }
+            return r.closest('.tinytf-anim-controls').querySelector('output').textContent; }""")
+        page.wait_for_timeout(400)
+        assert shown.startswith("1 of "), shown
+        assert errors == []
+    finally:
+        page.context.close()
+
+
 @pytest.mark.skipif(os.environ.get("TINYTF_A11Y_SLOW") is None, reason="set TINYTF_A11Y_SLOW=1 to time every page")
 def test_report_load_times(book_server, browser):  # pragma: no cover - a measurement, not a check
     for path in [f"{d}.html" for d in DOCS if d.startswith("chapters/")]:
