@@ -785,6 +785,41 @@
     return Promise.resolve(window.Plotly.relayout(rec.el, upd)).then(function () { return fit(rec, f, k, pass + 1); });
   }
 
+  function setSpec(rec, spec) {
+    var titles = {};
+    rec.spec = spec;
+    rec.frames = spec.frames || [];
+    rec.frames.forEach(function (fr) { titles[fr.name] = fr.layout && titleText(fr.layout.title); });
+    rec.steps = animSteps(spec);
+    rec.duration = frameDuration(spec);
+    rec.frameTitle = function (i) {
+      var t = rec.steps.length ? titles[rec.steps[i].name] : null;
+      return t || titleText(spec.layout.title);
+    };
+  }
+
+  // A new figure for a drawn one (the static panel: new tokens, another model or view), drawn in the
+  // same place with Plotly.react; an animated figure stays on the step the reader was on (the frame
+  // of the same name, e.g. the stepper's "softmax"), or on the first one when the new figure has none.
+  function update(el, spec) {
+    var rec = el._tinytf;
+    if (!rec) { return draw(el, spec); }
+    var was = rec.steps.length ? rec.steps[rec.index].name : null;
+    if (rec.playing) { stop(rec); }
+    setSpec(rec, spec);
+    rec.index = 0;
+    rec.steps.forEach(function (s, k) { if (s.name === was) { rec.index = k; } });
+    if (rec.frames.length && !rec.controls) { rec.wrap.insertBefore(addControls(rec), rec.details); }
+    if (!rec.frames.length && rec.controls) { rec.controls.box.remove(); rec.controls = null; }
+    if (rec.controls) {
+      rec.controls.range.max = String(rec.steps.length - 1);
+      syncControls(rec);
+    } else {
+      setCaption(rec.caption, rec.frameTitle(0));
+    }
+    return render(rec);
+  }
+
   function draw(el, spec) {
     var id = el.id || ("tinytf-fig-" + (++serial));
     var wrapper = document.createElement("div");
@@ -808,17 +843,11 @@
     details.appendChild(summary); details.appendChild(desc);
     wrapper.setAttribute("aria-labelledby", caption.id);
     wrapper.setAttribute("aria-describedby", desc.id);
-    var frames = spec.frames || [];
-    var titles = {};
-    frames.forEach(function (fr) { titles[fr.name] = fr.layout && titleText(fr.layout.title); });
-    var rec = { id: id, el: el, wrap: wrapper, box: box, spec: spec, caption: caption, desc: desc, frames: frames,
-                index: 0, playing: false, timer: null, steps: animSteps(spec), duration: frameDuration(spec) };
-    rec.frameTitle = function (i) {
-      var t = rec.steps.length ? titles[rec.steps[i].name] : null;
-      return t || titleText(spec.layout.title);
-    };
+    var rec = { id: id, el: el, wrap: wrapper, box: box, caption: caption, desc: desc, details: details,
+                index: 0, playing: false, timer: null };
+    setSpec(rec, spec);
     setCaption(caption, rec.frameTitle(0));
-    if (frames.length) { wrapper.appendChild(addControls(rec)); }
+    if (rec.frames.length) { wrapper.appendChild(addControls(rec)); }
     wrapper.appendChild(details);
     el.classList.add("tinytf-drawn");
     figures.push(rec);
@@ -849,5 +878,5 @@
   })
     .observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
 
-  window.tinytfFigures = { draw: draw, adapt: adapt, figures: figures, theme: theme, MIN_SUBPLOT: MIN_SUBPLOT };
+  window.tinytfFigures = { draw: draw, update: update, adapt: adapt, figures: figures, theme: theme, MIN_SUBPLOT: MIN_SUBPLOT };
 })();

@@ -6,19 +6,23 @@ import torch
 from .errors import TinyTFInputError
 
 
+# The messages of encode, as templates: the static book's panel (_static/tinytf-panel.js) fills the same
+# templates (tinytf.viz.static_panel ships them), so a reader sees the same words in both.
+EMPTY_TEXT = "encode: the text is empty; type at least one character"
+NOT_IN_VOCAB = "encode: {chars} cannot be encoded: this model's vocabulary has {vocab} byte tokens (ids 0..{last})"
+
+
 def encode(text: str, vocab_size: int = 256) -> torch.Tensor:
     """'cat' -> tensor([99, 97, 116]). Raises TinyTFInputError for empty text or bytes >= vocab_size."""
     if not isinstance(text, str):
         raise TinyTFInputError(f"encode: expected a string, got {type(text).__name__}")
     if text == "":
-        raise TinyTFInputError("encode: the text is empty; type at least one character")
+        raise TinyTFInputError(EMPTY_TEXT)
     data = text.encode("utf-8")
     bad = [c for c in text if any(b >= vocab_size for b in c.encode("utf-8"))]
     if bad:
-        raise TinyTFInputError(
-            f"encode: {''.join(dict.fromkeys(bad))!r} cannot be encoded: this model's vocabulary has "
-            f"{vocab_size} byte tokens (ids 0..{vocab_size - 1})"
-        )
+        raise TinyTFInputError(NOT_IN_VOCAB.format(chars=repr("".join(dict.fromkeys(bad))), vocab=vocab_size,
+                                                   last=vocab_size - 1))
     return torch.tensor(list(data), dtype=torch.long)
 
 
