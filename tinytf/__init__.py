@@ -46,7 +46,8 @@ def seed_everything(seed: int = 0):
 # --- the book's laboratory (tinytf/lab) ----------------------------------------------------------------------
 from . import lab  # noqa: E402
 from .lab import (tasks, textdata, train, pretrained, causality, experiments, block_comparison, heads, lens,  # noqa: E402
-                  decoding, precision, parameters, cache_memory, review, hf, interop, exercises, book)
+                  decoding, precision, parameters, cache_memory, review, hf, interop, exercises, book,
+                  onnx_export)
 from .lab.parameters import (parameter_table, format_table, count_parameters, active_parameters, meta_model,  # noqa: E402
                              approx_layer_params, exact_layer_params, LLAMA3_8B, GPT2_SMALL)
 from .lab.causality import causality_check, causality_sweep, sweep_report, broken_mask, off_by_one_mask  # noqa: E402
@@ -56,6 +57,7 @@ from .lab.cache_memory import kv_cache_bytes, cache_by_layer, cache_bytes_per_to
 from .lab.hf import config_from_hf, from_hf, HFConfigError, published_config, PUBLISHED_CONFIGS  # noqa: E402
 from .lab.textdata import bits_per_byte, unigram_bits_per_byte, bigram_bits_per_byte  # noqa: E402
 from .lab.lens import logit_lens  # noqa: E402
+from .lab.onnx_export import export_onnx  # noqa: E402
 
 # First-edition module names: `import tinytf.train`, `from tinytf.tasks import ...` find the lab modules
 # (the same module objects, not copies).

@@ -10,11 +10,12 @@ hooks, tracing, generation) is what a Transformer *is*; the laboratory is what t
   ``precision`` (printing a number at the precision it supports);
 * calculators and readers: ``parameters``, ``cache_memory``, ``review`` (the block reviewer), ``hf``
   (Hugging Face configs and weights), ``interop`` (PyTorch's own modules);
-* the book itself: ``exercises`` (implement-and-check), ``book`` (the Colab/Binder set-up cell).
+* the book itself: ``exercises`` (implement-and-check), ``book`` (the Colab/Binder set-up cell),
+  ``onnx_export`` (the model as an ONNX file with every trace point, for the book's in-browser figures).
 
 Each module is also importable by its first-edition name, ``tinytf.<module>`` (e.g. ``tinytf.train``,
 ``from tinytf.tasks import InductionTask``): ``tinytf/__init__.py`` registers those names.
 """
 MODULES = ("tasks", "textdata", "train", "pretrained", "causality", "experiments", "block_comparison", "heads",
            "lens", "decoding", "precision", "parameters", "cache_memory", "review", "hf", "interop", "exercises",
-           "book")
+           "book", "onnx_export")
