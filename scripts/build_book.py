@@ -110,8 +110,22 @@ def jupyter_book_exe() -> str:
     return str(exe) if exe.exists() else "jupyter-book"
 
 
+def write_static_assets() -> None:
+    """scripts/static_assets.py: the ONNX models and onnxruntime-web in _static (files rewritten only when
+    their content changed, so an unchanged model keeps its mtime and forces no rebuild)."""
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    import static_assets
+
+    try:
+        print(static_assets.update())
+    except static_assets.StaticAssetsError as err:
+        raise RuntimeError(f"scripts/static_assets.py: {err}") from None
+
+
 def build(full: bool = False, log: Path | None = None) -> float:
     """Run the build; raise RuntimeError (with the build's output) when it fails."""
+    write_static_assets()  # before static_changed(): a new model or runtime file is part of this build
     if built_with_other_toc():
         # another table of contents: start afresh so no page of the old one stays behind
         shutil.rmtree(HTML, ignore_errors=True)
