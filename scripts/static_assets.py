@@ -22,8 +22,10 @@ staleness by the mtimes of ``_static/**``), and files of ``_static/models/`` and
 part of the output are removed. The export is deterministic (same bytes on every run, checked by
 tests/test_onnx_export.py) and takes about 1 s for the three models.
 
-The ids the page feeds must be checked by the page: the ONNX graph cannot raise for a token id outside
-[0, vocab_size) or more than max_seq_len tokens (both are in the manifest).
+The ids the page feeds must be checked by the page (vocab_size and max_seq_len are in the manifest): the
+ONNX graph has no input checks. In onnxruntime-web an id >= vocab_size rejects ``session.run`` ("indices
+element out of data bounds", also logged with console.error), a negative id silently reads the embedding
+table from the end, and a RoPE model runs on more than max_seq_len tokens (tinytf.lab.onnx_export).
 
 Loading a model in a page (checked in Chromium with onnxruntime-web 1.30.0, from a local http server,
 no cross-origin isolation needed)::

@@ -228,3 +228,18 @@ def test_missing_onnxruntime_web_is_a_clear_error(tmp_path, monkeypatch, capsys)
     assert static_assets.main([]) == 1
     assert "run `npm ci`" in capsys.readouterr().err
     assert not (tmp_path / "models").exists() and not (tmp_path / "ort").exists()
+
+
+def test_the_graph_does_not_check_ids_so_the_page_must(assets, torch_models):
+    """What the docstrings promise the page: out-of-vocabulary ids are not caught the way Python catches them."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # the failing run would print its error to stderr as well
+    session = ort.InferenceSession(str(assets[2] / "induction-2l.onnx"), options, providers=["CPUExecutionProvider"])
+    V = torch_models["induction-2l"].config.vocab_size
+    with pytest.raises(Exception, match="out of data bounds"):
+        session.run(["logits"], {"ids": np.array([[5, V]], dtype=np.int64)})
+    negative = session.run(["logits"], {"ids": np.array([[5, -1]], dtype=np.int64)})[0]
+    last = session.run(["logits"], {"ids": np.array([[5, V - 1]], dtype=np.int64)})[0]
+    np.testing.assert_array_equal(negative, last)  # -1 silently reads the last row
+    with pytest.raises(tinytf.TinyTFInputError):
+        torch_models["induction-2l"](torch.tensor([[5, -1]]))

@@ -15,10 +15,12 @@ book's models). Its interface:
   stays as it is). ``export_onnx`` returns these names in this order.
 
 What the ONNX graph cannot do: check its input. In Python the model raises ``TinyTFInputError`` for a token
-id outside ``[0, vocab_size)`` or a sequence longer than ``max_seq_len``; the graph has no such checks (an
-ONNX Gather reads a negative id from the end of the table, and a runtime may raise or not on a too-large
-one). The caller validates: token ids are whole numbers in ``[0, vocab_size)`` and 1 <= T <= ``max_seq_len``
-(both are in the book's ``_static/models/manifest.json``).
+id outside ``[0, vocab_size)`` or a sequence longer than ``max_seq_len``; the graph has no such checks. With
+onnxruntime (Python and onnxruntime-web 1.30 alike) an id >= vocab_size fails the run with "indices element
+out of data bounds" (and onnxruntime-web logs it with console.error), a negative id silently reads the
+table from the end (-1 = the last token), and a RoPE model runs on more than ``max_seq_len`` tokens without
+a word. So the caller validates: token ids are whole numbers in ``[0, vocab_size)`` and 1 <= T <=
+``max_seq_len`` (both are in the book's ``_static/models/manifest.json``).
 
 The export uses PyTorch's TorchScript exporter (``torch.onnx.export(..., dynamo=False)``): it runs the
 model once on an example and records the operations. The checks of ``tinytf.check_ids`` and of the position
