@@ -58,6 +58,8 @@ def source_files() -> list[Path]:
     patterns = [
         "chapters/*.ipynb", "chapters/*.md", "*.md", "_config.yml", "_toc.yml",
         "tinytf/**/*.py", "_static/**/*", "scripts/book_offline.py",
+        # what scripts/static_assets.py makes _static/models and _static/ort from
+        "tinytf/checkpoints/*", "scripts/static_assets.py", "package-lock.json",
     ]
     files: set[Path] = {toc_path()}
     for pattern in patterns:
