@@ -6,6 +6,7 @@
   ``seed_everything(0); TinyTransformer(TinyConfig())``, then every shipped decoder-only checkpoint:
   "induction-2l", "text-4l"), exported by ``tinytf.export_onnx``: input "ids" int64 [1, T] (T from 1 to
   max_seq_len), outputs "logits" then every trace name of the model (``manifest.json`` lists them);
+  2.4 MB, 0.46 MB and 3.9 MB (weights that are float16 numbers, as in the shipped text-4l, are stored as float16);
 * ``_static/models/manifest.json``: ``{"models": [{"key", "label", "file", "vocab_size", "max_seq_len",
   "n_layers", "n_heads", "n_kv_heads", "d_model", "d_ff", "ffn", "norm", "norm_position", "outputs",
   "bytes", "sha256"}], "ort": {"version", "files"}}``. ``file`` is relative to the manifest

@@ -243,3 +243,19 @@ def test_the_graph_does_not_check_ids_so_the_page_must(assets, torch_models):
     np.testing.assert_array_equal(negative, last)  # -1 silently reads the last row
     with pytest.raises(tinytf.TinyTFInputError):
         torch_models["induction-2l"](torch.tensor([[5, -1]]))
+
+
+def test_float16_checkpoints_are_stored_as_float16_with_the_same_numbers(assets, torch_models):
+    from onnx import numpy_helper
+
+    for key in ("text-4l", "untrained"):
+        model = torch_models[key]
+        graph = onnx.load(str(assets[2] / f"{key}.onnx")).graph
+        stored = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+        embed = model.embed.weight.detach().numpy()
+        if key == "text-4l":  # shipped as float16: the file holds float16 and casts it back, exactly
+            assert stored["model.embed.weight_float16"].dtype == np.float16
+            np.testing.assert_array_equal(stored["model.embed.weight_float16"].astype(np.float32), embed)
+            assert _entry(assets, key)["bytes"] < 0.6 * 4 * model.num_parameters()
+        else:  # random float32 weights are not float16 numbers: kept as they are
+            np.testing.assert_array_equal(stored["model.embed.weight"], embed)

@@ -14,6 +14,10 @@ book's models). Its interface:
   of the trace (an entry without a batch dimension, such as a position table ``"pos.table"`` ``[T, C]``,
   stays as it is). ``export_onnx`` returns these names in this order.
 
+The same model always gives the same bytes. Weights whose values are all float16 numbers (the shipped
+checkpoints are stored as float16) are kept as float16 and cast to float32 in the graph: half the file, the
+same numbers.
+
 What the ONNX graph cannot do: check its input. In Python the model raises ``TinyTFInputError`` for a token
 id outside ``[0, vocab_size)`` or a sequence longer than ``max_seq_len``; the graph has no such checks. With
 onnxruntime (Python and onnxruntime-web 1.30 alike) an id >= vocab_size fails the run with "indices element
@@ -131,9 +135,44 @@ def export_onnx(model, path, opset: int = DEFAULT_OPSET) -> list:
                               do_constant_folding=True)
     finally:
         model.train(was_training)
-    data = buffer.getvalue()
+    data = _float16_storage(buffer.getvalue())
     Path(path).write_bytes(data)
     return names
+
+
+def _float16_storage(data: bytes, min_size: int = 64) -> bytes:
+    """Store every float32 weight whose values are all exact float16 numbers as float16, followed by a Cast
+    back to float32: the graph computes with the very same numbers, in half the bytes. The shipped
+    checkpoints are stored as float16 (tinytf.pretrained), so their files halve; a freshly initialised
+    model's weights are not float16 numbers and stay float32. Without the ``onnx`` package: unchanged."""
+    try:
+        import numpy as np
+        import onnx
+        from onnx import helper, numpy_helper
+    except ImportError:
+        return data
+    proto = onnx.load_from_string(data)
+    graph = proto.graph
+    casts, kept = [], []
+    for init in graph.initializer:
+        if init.data_type == onnx.TensorProto.FLOAT:
+            values = numpy_helper.to_array(init)
+            half = values.astype(np.float16)
+            if values.size >= min_size and np.array_equal(half.astype(np.float32), values):
+                stored = numpy_helper.from_array(half, init.name + "_float16")
+                kept.append(stored)
+                casts.append(helper.make_node("Cast", [stored.name], [init.name], to=onnx.TensorProto.FLOAT,
+                                              name=init.name + "_to_float32"))
+                continue
+        kept.append(init)
+    if not casts:
+        return data
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    nodes = casts + list(graph.node)  # the casts first: the graph's nodes stay topologically sorted
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return proto.SerializeToString()
 
 
 def book_models() -> list:
