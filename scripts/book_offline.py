@@ -253,8 +253,20 @@ def write_index(app: Sphinx, exception) -> None:
     path.write_text(INDEX_HTML.format(target=f"{root}.html", title=title), encoding="utf-8")
 
 
+def lazy_assets_off_pages(app: Sphinx, config) -> None:
+    """Jupyter Book adds every ``*.js`` under ``_static`` (recursively) to every page. The in-browser
+    model's runtime (``_static/ort/``, written by scripts/static_assets.py) is loaded by
+    ``tinytf-panel.js`` on a reader's first use of a panel, never with the page."""
+    config.html_js_files = [f for f in config.html_js_files
+                            if not str(f[0] if isinstance(f, (tuple, list)) else f).startswith(LAZY_DIRS)]
+
+
+LAZY_DIRS = ("ort/", "models/")
+
+
 def setup(app: Sphinx):
     register_plotly_plugin()
+    app.connect("config-inited", lazy_assets_off_pages)
     app.connect("html-page-context", drop_unusable_widget_state, priority=400)
     app.connect("html-page-context", add_plotly_where_needed)
     app.connect("html-page-context", check_no_remote_assets)
