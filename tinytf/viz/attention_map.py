@@ -6,7 +6,8 @@ import math
 import numpy as np
 
 from ..errors import TinyTFInputError
-from .common import (FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, arr, axis_labels, get_traced, make_figure, need)
+from . import binding as bnd
+from .common import FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, axis_labels, get_traced, make_figure, need
 
 KINDS = ("self", "cross", "encoder")
 
@@ -40,15 +41,18 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     or a Trace (then ``labels``: a list of query labels, or (target labels, source labels))."""
     t = get_traced(model_or_trace, ids, labels=labels, batch=batch)
     wname, mname = attention_names(t.trace, layer, kind)
-    w = arr(t.trace[wname])[t.batch]  # [H, T, S]
+    w = bnd.source(t.trace, wname)[t.batch]  # [H, T, S]; values read from the trace are Bound (value + recipe)
     H, T, S = w.shape
-    masked = np.isneginf(arr(t.trace[mname])[t.batch]) if mname else np.zeros_like(w, dtype=bool)
+    if mname:
+        masked = bnd.op("isneginf", bnd.source(t.trace, mname)[t.batch])
+    else:
+        masked = bnd.Bound(np.zeros(w.shape, dtype=bool), ["isneginf", ["index", ["out", wname], [t.batch]]])
     if kind == "encoder":  # the encoder reads the source: queries and keys are source positions
         qlab = klab = axis_labels(t.source_labels or t.labels, T)
     elif kind == "cross":
         qlab, klab = axis_labels(t.labels, T), axis_labels(t.source_labels, S)
     else:
-        qlab = klab = axis_labels(t.labels, T)
+        qlab = klab = bnd.token_axis_labels(t.labels, T)
     if isinstance(heads, int) and not isinstance(heads, bool):
         if not 0 <= heads < H:
             raise TinyTFInputError(f"head {heads} does not exist: this layer has {H} heads (0..{H - 1})")
@@ -80,28 +84,28 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
                                     title=dict(text=q_name if c == 0 else "", font=dict(size=11)),
                                     showticklabels=c == 0 or T > 8, fixedrange=True, tickfont=dict(size=11))
         data.append(dict(
-            type="heatmap", z=np.where(mk, np.nan, z), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
+            type="heatmap", z=bnd.op("where", mk, None, z), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
             coloraxis="coloraxis", xgap=1, ygap=1, name=name,  # the hover reads the labels from x and y
             hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
                            "<br>weight %{z:.3f}<extra></extra>"),
         ))
-        if mk.any():
+        if mk.value.any():  # which cells are masked depends on the length only (a causal mask)
             data.append(dict(
-                type="heatmap", z=np.where(mk, 1.0, np.nan), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
+                type="heatmap", z=bnd.op("where", mk, 1.0, None), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
                 colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False, xgap=1, ygap=1,
                 name=f"{name} (masked)",
                 hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
                                "<br>masked: a later position, weight 0<extra></extra>"),
             ))
-            qi, kj = np.nonzero(mk)
-            data.append(dict(type="scatter", x=[klab[j] for j in kj], y=[qlab[i] for i in qi], xaxis=f"x{ax}",
+            marks_x, marks_y = (bnd.op("take", lab, bnd.op("nonzero", mk, k)) for lab, k in ((klab, 1), (qlab, 0)))
+            data.append(dict(type="scatter", x=marks_x, y=marks_y, xaxis=f"x{ax}",
                              yaxis=f"y{ax}", mode="markers", hoverinfo="skip", name=f"{name} mask marks",
                              marker=dict(symbol="x-thin", size=10, line=dict(width=1.5, color=MASK_MARK))))
         annotations.append(dict(text=f"<b>{name}</b>", x=x0 + pw / 2, y=y1, xref="paper", yref="paper",
                                 yanchor="bottom", showarrow=False, font=dict(size=12)))
     what = {"self": "causal self-attention" if mname else "self-attention",
             "cross": "cross-attention", "encoder": "encoder self-attention"}[kind]
-    sub = ("each row sums to 1; grey ✕ = masked (a later position)" if masked.any()
+    sub = ("each row sums to 1; grey ✕ = masked (a later position)" if masked.value.any()
            else "each row sums to 1; no mask")
     if kind == "cross":
         sub = "each target row sums to 1 over the source; the decoder's only view of the encoder"

@@ -155,7 +155,10 @@ def is_post_norm(trace, p: str, config: Optional[TinyConfig]) -> bool:
 class FigureSpec(dict):
     """A figure as plain dicts {data, layout, frames}: what ``make_figure`` returns inside
     ``spec_only()`` (the live panel renders it directly; building plotly objects would cost
-    tens of ms per update). ``to_figure()`` gives the go.Figure."""
+    tens of ms per update). ``to_figure()`` gives the go.Figure. ``bindings``: the recipes of
+    its trace-dependent values (tinytf.viz.binding)."""
+
+    bindings: list = []
 
     def to_figure(self):
         return make_figure(self["data"], self["layout"], self.get("frames"))
@@ -180,20 +183,35 @@ def make_figure(data, layout, frames=None):
     by this package with valid property names; the browser tests draw every view."""
     import plotly.graph_objects as go
 
+    from .binding import resolve
+
+    # values read from the trace or the tokens come as Bound (value + recipe): put in the values,
+    # keep the recipes (tinytf.viz.binding.bindings_of; the browser recomputes the figure with them)
+    bindings = []
+    data = resolve(data, ["data"], bindings)
+    layout = resolve(layout, ["layout"], bindings)
+    frames = resolve(frames, ["frames"], bindings) if frames else frames
     if _spec_only.get():
         spec = FigureSpec(data=data, layout=layout)
         if frames:
             spec["frames"] = frames
+        spec.bindings = bindings
         return spec
 
-    for key, ax in layout.items():
-        if key.startswith(("xaxis", "yaxis")) and "domain" in ax:  # float noise must not leave [0, 1]
-            ax["domain"] = [min(max(round(float(v), 6), 0.0), 1.0) for v in ax["domain"]]
+    clamp_domains(layout)
     fig = go.Figure(dict(data=data, layout=layout), _validate=False)
     if frames:
         # go.Figure(frames=...) validates every frame regardless of _validate; build them unvalidated
         fig._frame_objs = tuple(_frame(f) for f in frames)
+    fig._tinytf_bindings = bindings
     return fig
+
+
+def clamp_domains(layout: dict) -> None:
+    """Axis domains rounded to 6 digits and clipped to [0, 1] (float noise must not leave [0, 1])."""
+    for key, ax in layout.items():
+        if key.startswith(("xaxis", "yaxis")) and "domain" in ax:
+            ax["domain"] = [min(max(round(float(v), 6), 0.0), 1.0) for v in ax["domain"]]
 
 
 def _frame(f: dict):

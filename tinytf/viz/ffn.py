@@ -3,8 +3,8 @@ hidden units are exactly zero (ReLU) or near zero (GELU, SiLU), counted in the t
 from __future__ import annotations
 
 
-from .common import (DIVERGING, FONT, OKABE_ITO, arr, axis_labels, block_prefix, get_traced, is_post_norm,
-                     make_figure, sym_range)
+from . import binding as bnd
+from .common import DIVERGING, FONT, OKABE_ITO, block_prefix, get_traced, is_post_norm, make_figure
 
 NEAR_ZERO = 1e-2
 
@@ -38,18 +38,25 @@ def ffn_sparsity(model_or_trace, ids=None, layer: int = 0, near: float = NEAR_ZE
     return out
 
 
+def _bound_sparsity(parts, mats, near) -> dict:
+    """ffn_sparsity of one sequence, as Bound values (the same float32 shares, with their recipes)."""
+    return {label: (bnd.op("frac_eq", z, 0.0), bnd.op("frac_abs_lt", z, near))
+            for (label, name, hidden), z in zip(parts, mats)
+            if hidden and not name.endswith(("ffn.pre", "ffn.gate", "ffn.up"))}
+
+
 def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NEAR_ZERO, batch: int = 0):
     """Stacked heatmaps, each drawn at its true width: the FFN input [T, C], the hidden tensors
     [T, d_ff] (d_ff = 4C in the classic block, so 4x as wide) and the output [T, C]; a bar chart
     gives the fraction of hidden units exactly zero and near zero (|h| < ``near``)."""
     t = get_traced(model, ids, labels=labels, batch=batch)
     parts = ffn_parts(t.trace, layer)
-    mats = [arr(t.trace[name])[t.batch] for _, name, _ in parts]
+    mats = [bnd.source(t.trace, name)[t.batch] for _, name, _ in parts]  # Bound (value + recipe)
     T, C = mats[0].shape
     Fh = max(m.shape[-1] for m in mats)
-    ylab = axis_labels(t.labels, T)
-    sparsity = ffn_sparsity(t.trace, layer=layer, near=near, batch=t.batch)
-    m_hid = sym_range(*[m for m, (_, _, hid) in zip(mats, parts) if hid])
+    ylab = bnd.token_axis_labels(t.labels, T)
+    sparsity = _bound_sparsity(parts, mats, near)
+    m_hid = bnd.op("symrange", [m for m, (_, _, hid) in zip(mats, parts) if hid])
     n = len(parts)
     left_w = 0.66
     gap = 0.05
@@ -75,9 +82,9 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
                                 yref="paper", yanchor="bottom", showarrow=False, font=dict(size=11)))
     labels_s = list(sparsity)
     for j, (what, color) in enumerate((("exactly 0", OKABE_ITO[0]), (f"|h| < {near:g}", OKABE_ITO[1]))):
-        vals = [sparsity[k][j] for k in labels_s]
+        vals = bnd.op("list", [sparsity[k][j] for k in labels_s])
         data.append(dict(type="bar", x=vals, y=labels_s, orientation="h", name=what, xaxis=f"x{n + 1}",
-                         yaxis=f"y{n + 1}", marker=dict(color=color), text=[f"{v:.0%}" for v in vals],
+                         yaxis=f"y{n + 1}", marker=dict(color=color), text=bnd.op("format", "{:.0%}", [vals]),
                          textposition="outside", cliponaxis=False, textfont=dict(size=10),
                          hovertemplate=f"%{{y}}<br>{what}: %{{x:.1%}}<extra></extra>"))
     layout[f"xaxis{n + 1}"] = dict(domain=[0.84, 0.97], anchor=f"y{n + 1}", range=[0, 1.25], tickformat=".0%",
@@ -96,7 +103,7 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
                     xanchor="left", y=(top + bottom) / 2, len=max(top - bottom, ph), yanchor="middle",
                     tickfont=dict(size=9))
 
-    m_in, m_out = sym_range(mats[0]), sym_range(mats[-1])
+    m_in, m_out = bnd.op("symrange", [mats[0]]), bnd.op("symrange", [mats[-1]])
     ratio = Fh / C
     layout.update(
         font=FONT, height=int(110 + n * (T * 20 + 48)), margin=dict(l=70, r=30, t=90, b=40),

@@ -1,11 +1,9 @@
 """Residual addition: the stream x, the sublayer's output, and their sum, per token, with norms."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import TinyTFInputError
-from .common import (DIVERGING, FONT, OKABE_ITO, arr, axis_labels, block_prefix, get_traced, is_post_norm,
-                     make_figure, sym_range)
+from . import binding as bnd
+from .common import DIVERGING, FONT, OKABE_ITO, block_prefix, get_traced, is_post_norm, make_figure
 
 SUBLAYERS = ("attn", "ffn")
 
@@ -32,10 +30,10 @@ def residual_view(model, ids=None, layer: int = 0, sublayer: str = "attn", label
     panels are x, F(x) and Norm(x + F(x)) (the stream itself is normalised)."""
     t = get_traced(model, ids, labels=labels, batch=batch, config=config)
     parts, post = residual_parts(t.trace, layer, sublayer, t.config)
-    mats = [arr(t.trace[name])[t.batch] for _, name in parts]  # 3 x [T, C]
+    mats = [bnd.source(t.trace, name)[t.batch] for _, name in parts]  # 3 x [T, C], Bound (value + recipe)
     T, C = mats[0].shape
-    ylab = axis_labels(t.labels, T)
-    m = sym_range(*mats)
+    ylab = bnd.token_axis_labels(t.labels, T)
+    m = bnd.op("symrange", mats)
     data, annotations = [], []
     gap = 0.04
     pw = (1 - 2 * gap) / 3
@@ -60,7 +58,7 @@ def residual_view(model, ids=None, layer: int = 0, sublayer: str = "attn", label
             annotations.append(dict(text=op[i],
                                     x=x0 + pw + gap / 2, y=0.72, xref="paper", yref="paper", showarrow=False,
                                     font=dict(size=24, color="#333")))
-    norms = [np.linalg.norm(z, axis=-1) for z in mats]  # per token
+    norms = [bnd.op("norm", z, -1) for z in mats]  # per token
     for i, ((name, _), nv) in enumerate(zip(parts, norms)):
         data.append(dict(type="bar", x=ylab, y=nv, name=f"‖{name}‖", xaxis="x4", yaxis="y4",
                          marker=dict(color=OKABE_ITO[i]),

@@ -4,10 +4,10 @@ animation frame per stage, with Play/Pause and a stage slider that work in the s
 Every number drawn is a trace entry of a real forward pass (``model.run_with_trace``)."""
 from __future__ import annotations
 
-import numpy as np
 
-from .common import (DIVERGING, FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, arr, axis_labels, get_traced,
-                     make_figure, outputs_shape, sym_range)
+from . import binding as bnd
+from .common import (DIVERGING, FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, axis_labels, get_traced, make_figure,
+                     outputs_shape)
 from .stages import block_stages
 
 # Which stages move information between positions. tinytf.viz.shapes.measure_mixing measures
@@ -56,18 +56,18 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
     trace, b = t.trace, t.batch
     stages = block_stages(trace, layer, t.config)
     T = trace[stages[-1].outputs[0]].shape[-2]
-    ylab = axis_labels(t.labels, T)
+    ylab = bnd.token_axis_labels(t.labels, T)
     C = trace[stages[-1].outputs[0]].shape[-1]
 
     # ---- geometry: panels placed on one canvas whose x unit is one feature column ----
     g_op = max(2.0, 0.14 * C)  # gap holding an operator (+, =, →) or between Q | K | V
     g_head = max(1.0, 0.04 * C)  # gap between the heads of one group
 
-    arrays = {}  # each trace tensor converted once
+    arrays = {}  # each trace tensor converted once, as a Bound (value + recipe)
 
     def array(name):
         if name not in arrays:
-            arrays[name] = arr(trace[name])
+            arrays[name] = bnd.source(trace, name)
         return arrays[name]
 
     def values(pn):
@@ -116,7 +116,7 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
     for k, (st, rows) in enumerate(zip(stages, layouts)):
         heat = [[] for _ in range(n_rows)]
         masks = [[] for _ in range(n_rows)]
-        annotations, mask_marks = [], {r: ([], []) for r in range(n_rows)}
+        annotations, mask_marks = [], {r: ([], []) for r in range(n_rows)}  # per row: Bound lists of x, y
         signed_vals, has_signed, has_weights = [], False, False
         axes_layout = {}
         offset = (n_rows - len(rows)) // 2  # a one-row stage sits in the middle row
@@ -134,7 +134,7 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
                 w = z.shape[-1]
                 masked = None
                 if pn.masked:
-                    masked = np.isneginf(array(pn.source.replace("weights", "masked_scores"))[b][pn.index])
+                    masked = bnd.op("isneginf", array(pn.source.replace("weights", "masked_scores"))[b][pn.index])
                 if pn.kind == "weights":
                     has_weights = True
                 else:
@@ -146,21 +146,21 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
                 if pn.keys:
                     key_labels = ylab if t.source_labels is None else axis_labels(t.source_labels, w)
                     for j in range(w):
-                        annotations.append(dict(x=left + (j + 0.5) * c, y=dom[0], text=key_labels[j],
+                        annotations.append(dict(x=left + (j + 0.5) * c, y=dom[0], text=bnd.op("item", key_labels, j),
                                                 showarrow=False, font=dict(size=10, color="#555"),
                                                 xref="x", yref="paper", yanchor="top"))
                 heat[r].append(dict(
-                    type="heatmap", z=np.where(masked, np.nan, z) if masked is not None else z,
+                    type="heatmap", z=bnd.op("where", masked, None, z) if masked is not None else z,
                     x0=left + c / 2, dx=c, visible=True,
                     coloraxis="coloraxis2" if pn.kind == "weights" else "coloraxis",
                     name=f"{pn.name} ({'key' if pn.keys else 'feature'} columns)",
                 ))
-                if masked is not None and masked.any():
-                    masks[r].append(dict(type="heatmap", z=np.where(masked, 1.0, np.nan), x0=left + c / 2, dx=c,
-                                         visible=True, name=f"{pn.name} mask"))
-                    qi, kj = np.nonzero(masked)
-                    mask_marks[r][0].extend(left + (j + 0.5) * c for j in kj)
-                    mask_marks[r][1].extend(ylab[i] for i in qi)
+                if masked is not None and masked.value.any():  # which cells: set by the length (causal mask)
+                    masks[r].append(dict(type="heatmap", z=bnd.op("where", masked, 1.0, None), x0=left + c / 2,
+                                         dx=c, visible=True, name=f"{pn.name} mask"))
+                    kj = bnd.op("nonzero", masked, 1)
+                    mask_marks[r][0].append(bnd.op("tolist", bnd.op("affine", kj, 0.5, c, left)))
+                    mask_marks[r][1].append(bnd.op("take", ylab, bnd.op("nonzero", masked, 0)))
                 left += width
         data = []
         for r in range(n_rows):  # fixed number of traces per row, so frames map onto the same traces
@@ -169,10 +169,11 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
                     items.append(dict(type="heatmap", z=[[None]], x0=0, dx=1, visible=False, name="(unused)",
                                       **({"coloraxis": "coloraxis"} if kind == "heat" else {})))
                 data += items
-            data.append(dict(type="scatter", x=mask_marks[r][0], y=mask_marks[r][1]))
+            data.append(dict(type="scatter", **{k: bnd.op("concat", parts) if parts else []
+                                                for k, parts in zip("xy", mask_marks[r])}))
         data += _position_diagram(trace, st, T, ylab, b)
         annotations += _diagram_labels(row_domain(mid))
-        m = sym_range(*signed_vals)
+        m = bnd.op("symrange", signed_vals)
         subtitle = f"shape {outputs_shape(trace, st.outputs)} · mixes positions? {MIXING_NOTES.get(st.key, '')}"
         title = f"<b>{k + 1}/{len(stages)} · {st.title}</b><br><span style='font-size:12px'>{subtitle}</span>"
         layout = dict(title=dict(text=title), annotations=annotations,
@@ -266,9 +267,10 @@ def _position_diagram(trace, stage, T, ylab, b):
             ex += [0, 1, None]
             ey += [i, i, None]
     else:
-        weights = arr(trace[p + "attn.weights"])[b].mean(0)  # [T, S], mean over heads
-        ms = arr(trace[p + "attn.masked_scores"])[b]
-        blocked = np.isneginf(ms).all(0)  # masked in every head
+        weights = bnd.source(trace, p + "attn.weights")[b].mean(0)  # [T, S], mean over heads
+        ms = bnd.source(trace, p + "attn.masked_scores")[b]
+        blocked_b = bnd.op("all", bnd.op("isneginf", ms), 0)  # masked in every head
+        blocked = blocked_b.value  # which: set by the length (a causal mask); the lines are geometry
         for i in range(T):
             for j in range(weights.shape[-1]):
                 if stage.edges == "attention" or not blocked[i, j]:
@@ -280,13 +282,20 @@ def _position_diagram(trace, stage, T, ylab, b):
                 if stage.edges == "weights" and not blocked[i, j]:
                     wx.append(0.72)
                     wy.append(j + 0.72 * (i - j))
-                    wval.append(weights[i, j])
-                    wtext.append(f"{ylab[i]} reads {ylab[j]}: weight {weights[i, j]:.3f} (mean of heads)")
+        if stage.edges == "weights":  # the values of the cells drawn (C order, as the loop above)
+            free = bnd.op("not", blocked_b)
+            w_free = bnd.op("select", weights, free)
+            wval = bnd.op("tolist", w_free)
+            wtext = bnd.op("format", "{} reads {}: weight {:.3f} (mean of heads)",
+                           [bnd.op("take", ylab, bnd.op("nonzero", free, k)) for k in (0, 1)] + [w_free])
+            wsize = bnd.op("tolist", bnd.op("affine", w_free, 0, 14, 6))
+    if not isinstance(wval, bnd.Bound):
+        wsize = []
     return [  # the parts that change; _diagram_constants has the rest
         dict(type="scatter", x=ex, y=ey),
         dict(type="scatter", x=bx, y=by),
         dict(type="scatter", x=wx, y=wy, text=wtext,
-             marker=dict(size=[6 + 14 * float(v) for v in wval], color=wval, coloraxis="coloraxis2",
+             marker=dict(size=wsize, color=wval, coloraxis="coloraxis2",
                          line=dict(width=0.5, color="#222"))),
         dict(type="scatter"),
     ]
@@ -294,6 +303,7 @@ def _position_diagram(trace, stage, T, ylab, b):
 
 def _diagram_constants(T, ylab):
     y = list(range(T))
+    tokens = bnd.op("repeat", bnd.token_labels_of(ylab), 2)
     return [
         dict(type="scatter", xaxis="x2", yaxis="y2", mode="lines", hoverinfo="skip",
              line=dict(color="#4d4d4d", width=1.6), name="reads"),
@@ -302,7 +312,7 @@ def _diagram_constants(T, ylab):
         dict(type="scatter", xaxis="x2", yaxis="y2", mode="markers", hovertemplate="%{text}<extra></extra>",
              name="weight"),
         dict(type="scatter", x=[0] * T + [1] * T, y=y + y, xaxis="x2", yaxis="y2", mode="markers+text",
-             text=[lab.split(": ", 1)[1] for lab in ylab] * 2,
+             text=tokens,
              textposition=["middle left"] * T + ["middle right"] * T, hoverinfo="skip",
              marker=dict(size=11, color="#0072B2"), textfont=dict(size=12), name="positions"),
     ]
