@@ -1,6 +1,7 @@
 """Live panel (needs a kernel): change the tokens, seed, norm, norm position, FFN type, the
 head shown and the view; the model is rebuilt, traced again and the figure redrawn in place
-(an ipywidgets Output widget showing the same ``show(fig)`` output as the static book).
+(a ``FigureView`` widget: the browser keeps the plot and receives only what changed, then redraws
+it with ``Plotly.react`` on the stage of the block stepper the reader was on).
 
 Bad input (empty text, too many tokens, characters outside the vocabulary, impossible
 settings) is reported as a message in the panel, never as a traceback.
@@ -18,7 +19,6 @@ import html
 
 import ipywidgets as widgets
 import torch
-from IPython import get_ipython
 
 from .. import seed_everything
 from ..config import TinyConfig
@@ -28,7 +28,7 @@ from ..tokens import encode
 from .attention_map import attention_map
 from .common import spec_only
 from .ffn import ffn_expansion
-from .render import in_colab, mimebundle
+from .figure_view import FigureView
 from .residual import residual_view
 from .stepper import block_stepper
 
@@ -120,14 +120,14 @@ class LivePanel(widgets.VBox):
                                      style=style, layout=widgets.Layout(width="300px"))
         self.layer = widgets.IntText(value=layer, description="layer", style=style, layout=widgets.Layout(width="160px"))
         self.message = widgets.HTML(value="")
-        self.out = widgets.Output(layout=widgets.Layout(width="100%"))
+        self.plot = FigureView(layout=widgets.Layout(width="100%"))
         controls = [self.text, self.seed, self.weights, self.norm, self.norm_position, self.ffn, self.head,
                     self.view, self.layer]
         super().__init__([
             widgets.HBox([self.text, self.seed, self.weights], layout=widgets.Layout(flex_flow="row wrap")),
             widgets.HBox([self.norm, self.norm_position], layout=widgets.Layout(flex_flow="row wrap")),
             widgets.HBox([self.ffn, self.view, self.head, self.layer], layout=widgets.Layout(flex_flow="row wrap")),
-            self.message, self.out,
+            self.message, self.plot,
         ])
         for w in controls:
             w.observe(self.update, names="value")
@@ -226,12 +226,10 @@ class LivePanel(widgets.VBox):
         _add_template(spec)  # the same look as a figure shown in a cell (plotly's default template)
         self._spec, self._figure = spec, None
         self.message.value = ""
-        if get_ipython() is not None:  # outside a kernel there is nothing to draw into
-            # Set the Output widget's outputs directly instead of capturing a display (`with self.out:`):
-            # a captured display of this size makes nbclient / nbconvert wait for their timeout after the
-            # cell has finished, so executing the chapter would hang.
-            self.out.outputs = ({"output_type": "display_data", "metadata": {},
-                                 "data": mimebundle(spec, cdn=in_colab())},)
+        # Only what changed travels to the browser (the whole figure when the view or the traces / frames
+        # change); the browser keeps its plot div and stage. Never a captured display (`with Output:`): a
+        # display this size makes nbclient / nbconvert wait for their timeout after the cell has finished.
+        self.plot.set_figure(spec, key=self.view.value)
         return spec
 
     def _report(self, text: str):

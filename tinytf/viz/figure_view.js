@@ -1,0 +1,160 @@
+// tinytf FigureView (anywidget ESM): one plotly figure redrawn in place with Plotly.react.
+// Messages from Python: {type: "full", rev, fig, config}, {type: "patch", base, rev, ops}
+// (ops: [path, value] sets, [path] deletes), {type: "plotly"} + the plotly.js source as a buffer.
+// plotly.js: the page's window.Plotly, else asked once per page from the kernel (never another host).
+
+const LOADING = "__tinytfPlotlyLoading";
+
+function loadPlotly(model) {
+  if (window.Plotly && window.Plotly.react) return Promise.resolve(window.Plotly);
+  if (window[LOADING]) return window[LOADING];
+  const asked = performance.now();
+  window[LOADING] = new Promise((resolve, reject) => {
+    const onMessage = (msg, buffers) => {
+      if (!msg || msg.type !== "plotly") return;
+      model.off("msg:custom", onMessage);
+      const url = URL.createObjectURL(new Blob([buffers[0]], { type: "text/javascript" }));
+      // the bundle ends with `window.Plotly = Plotly`; as a module it ignores any AMD `define`
+      import(/* webpackIgnore: true */ url).then(
+        () => { URL.revokeObjectURL(url); resolve(window.Plotly); },
+        (err) => { URL.revokeObjectURL(url); window[LOADING] = null; reject(err); });
+    };
+    model.on("msg:custom", onMessage);
+    model.send({ type: "need_plotly" });
+  }).then((P) => {
+    // for measurement: how long fetching and evaluating the kernel's plotly.js took
+    document.documentElement.dataset.tinytfPlotlyLoadMs = String(Math.round(performance.now() - asked));
+    return P;
+  });
+  return window[LOADING];
+}
+
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+const isTyped = (v) => isObject(v) && "bdata" in v && "dtype" in v;
+
+function clone(v) {
+  if (Array.isArray(v)) return v.map(clone);
+  if (isObject(v)) {
+    const out = {};
+    for (const k in v) out[k] = clone(v[k]);
+    return out;
+  }
+  return v;
+}
+
+// what Plotly.animate does with a frame: objects merge, arrays (and typed arrays) replace
+function merge(target, src) {
+  for (const k in src) {
+    const v = src[k];
+    if (isObject(v) && !isTyped(v) && isObject(target[k]) && !isTyped(target[k])) merge(target[k], v);
+    else target[k] = clone(v);
+  }
+  return target;
+}
+
+function applyOps(fig, ops) {
+  for (const op of ops) {
+    const path = op[0];
+    let t = fig;
+    for (let i = 0; i < path.length - 1; i++) t = t[path[i]];
+    const last = path[path.length - 1];
+    if (op.length === 1) {
+      if (Array.isArray(t)) t.splice(last, 1); else delete t[last];
+    } else {
+      t[last] = op[1];
+    }
+  }
+}
+
+function stepFrame(step) {
+  const a = step && step.args && step.args[0];
+  return Array.isArray(a) ? a[0] : typeof a === "string" ? a : null;
+}
+
+// the figure to draw: the held figure with the frame `name` applied and the slider on it
+function figureAt(fig, name, config) {
+  const out = { data: clone(fig.data || []), layout: clone(fig.layout || {}), config };
+  if (fig.frames) out.frames = clone(fig.frames);
+  const frame = name == null || !fig.frames ? null : fig.frames.find((f) => f.name === name);
+  if (!frame) return out;
+  const traces = frame.traces || (frame.data || []).map((_, i) => i);
+  (frame.data || []).forEach((t, j) => {
+    out.data[traces[j]] = merge(out.data[traces[j]] || {}, t);
+  });
+  if (frame.layout) merge(out.layout, frame.layout);
+  for (const slider of out.layout.sliders || []) {
+    const i = (slider.steps || []).findIndex((s) => stepFrame(s) === name);
+    if (i >= 0) slider.active = i;
+  }
+  return out;
+}
+
+function render({ model, el }) {
+  const div = document.createElement("div");
+  div.className = "tinytf-figure-view";
+  div.style.width = "100%";
+  div.style.minHeight = model.get("height") + "px";
+  el.appendChild(div);
+  let held = null, config = {}, rev = -1, frameName = null, draws = 0;
+  let drawing = false, again = false, closed = false;
+
+  function currentFrame() {
+    const sliders = div.layout && div.layout.sliders;
+    if (sliders && sliders.length) {
+      const s = sliders[0];
+      const name = stepFrame((s.steps || [])[s.active || 0]);
+      if (name != null) frameName = name; // kept while another view (without frames) is shown
+    }
+    return frameName;
+  }
+
+  async function draw() {
+    if (drawing) { again = true; return; }
+    drawing = true;
+    try {
+      const Plotly = await loadPlotly(model);
+      do {
+        again = false;
+        const shownRev = rev;
+        const first = !div._fullLayout;
+        await Plotly.react(div, figureAt(held, first ? null : currentFrame(), config));
+        if (first) div.on("plotly_animatingframe", (e) => { frameName = e && e.name; });
+        draws += 1;
+        div.dataset.tinytfRev = String(shownRev);
+        div.dataset.tinytfDraws = String(draws);
+        div.dataset.tinytfDrawn = String(performance.now());
+      } while (again && !closed);
+    } catch (err) {
+      console.error("tinytf FigureView: could not draw the figure", err);
+    } finally {
+      drawing = false;
+    }
+  }
+
+  function onMessage(msg) {
+    if (!msg || (msg.type !== "full" && msg.type !== "patch")) return;
+    div.dataset.tinytfReceived = String(performance.now());
+    div.dataset.tinytfUpdate = msg.type;
+    if (msg.type === "full") {
+      if (held && msg.rev === rev) return; // a copy of what this view already holds
+      held = msg.fig; config = msg.config || {}; rev = msg.rev;
+    } else if (held && msg.base === rev) {
+      applyOps(held, msg.ops); rev = msg.rev;
+    } else {
+      model.send({ type: "need_full" }); // this view missed a message: ask for the whole figure
+      return;
+    }
+    draw();
+  }
+
+  model.on("msg:custom", onMessage);
+  model.send({ type: "need_full" });
+  loadPlotly(model).catch((err) => console.error("tinytf FigureView: plotly.js did not load", err));
+  return () => {
+    closed = true;
+    model.off("msg:custom", onMessage);
+    if (window.Plotly && div._fullLayout) window.Plotly.purge(div);
+  };
+}
+
+export default { render };
