@@ -246,14 +246,17 @@
     return { ids: ids, labels: labels };
   }
 
+  // a template file, gzip or plain JSON (a server may already have undone the gzip: the bytes decide)
   async function loadJSON(url) {
     const res = await fetch(url);
     if (!res.ok) throw new Error(url + ": HTTP " + res.status);
-    if (!/\.gz$/.test(url) || typeof DecompressionStream === "undefined") {
-      return /\.gz$/.test(url) ? Promise.reject(new Error("this browser cannot read gzip files")) : res.json();
+    let bytes = new Uint8Array(await res.arrayBuffer());
+    if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+      if (typeof DecompressionStream === "undefined") throw new Error("this browser cannot read gzip files");
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      bytes = new Uint8Array(await new Response(stream).arrayBuffer());
     }
-    const text = await new Response(res.body.pipeThrough(new DecompressionStream("gzip"))).text();
-    return JSON.parse(text);
+    return JSON.parse(new TextDecoder().decode(bytes));
   }
 
   const api = { apply: apply, tokenize: tokenize, loadJSON: loadJSON, ops: OPS, pyFixed: pyFixed, format: format };

@@ -144,7 +144,12 @@ def test_browser_figures_equal_python_figures(cases):
     for _, template, outputs, labels, _ in flat:
         job["cases"].append({"template": template, "labels": labels,
                              "outputs": {k: _f32(outputs[k]) for k in template["outputs"]}})
+    last = job["cases"][-1]
+    job["cases"] += [dict(last, labels=last["labels"][:-1]), dict(last, outputs={})]  # bad input: clear messages
     figures = _run_node(job)["figures"]
+    assert figures.pop()["error"].startswith("the model outputs have no ")
+    T = len(last["labels"])
+    assert figures.pop()["error"] == f"this template is for {T} tokens; got {T - 1} labels"
     assert len(figures) == len(flat)
     bad = [(c[0], diff(fig, c[4], tol=1e-4)) for c, fig in zip(flat, figures)]
     bad = [b for b in bad if b[1]]
@@ -218,7 +223,7 @@ def test_export_templates(tmp_path):
 PLOTLY_JS = ROOT / "node_modules" / "plotly.js-cartesian-dist-min" / "plotly-cartesian.min.js"
 
 
-def test_chromium_draws_the_recomputed_figures(browser):
+def test_chromium_draws_the_recomputed_figures(browser, tmp_path):
     """In Chromium (plain <script> tags, no network): the page-side apply gives the Python figure and
     plotly draws it, the stepper's frames included, without errors."""
     if not PLOTLY_JS.exists():
@@ -233,7 +238,9 @@ def test_chromium_draws_the_recomputed_figures(browser):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    context.route("**/*", lambda route: route.abort())  # nothing may be fetched
+    served = {}  # url -> bytes: the only responses (everything else is aborted: no network)
+    context.route("**/*", lambda route: route.fulfill(status=200, body=served[route.request.url])
+                  if route.request.url in served else route.abort())
     try:
         page.set_content("<!doctype html><html><head><title>bind</title></head><body><div id='f'></div></body></html>")
         page.add_script_tag(path=str(PLOTLY_JS))
@@ -259,6 +266,38 @@ def test_chromium_draws_the_recomputed_figures(browser):
             want = figure_of(build_view(model, view, ids, 1))
             assert diff(got["fig"], want, tol=1e-4) is None, f"{view}: {diff(got['fig'], want, tol=1e-4)}"
             assert got["drawn"] > 0, view
+        files = export_templates(model, "induction-2l", tmp_path, max_tokens=2, layers=[0])
+        name = next(f for f in files if f.startswith("ffn"))
+        served["http://tinytf.test/ffn.json.gz"] = (tmp_path / "induction-2l" / name).read_bytes()
+        loaded = page.evaluate("() => window.tinytfBind.loadJSON('http://tinytf.test/ffn.json.gz')")
+        assert loaded == json.loads(gzip.decompress(served["http://tinytf.test/ffn.json.gz"]))
+        served["http://tinytf.test/plain.json.gz"] = gzip.decompress(served["http://tinytf.test/ffn.json.gz"])
+        assert page.evaluate("() => window.tinytfBind.loadJSON('http://tinytf.test/plain.json.gz')") == loaded
         assert not errors, errors
     finally:
         context.close()
+
+
+def test_onnx_outputs_fill_the_templates(tmp_path):
+    """The contract with the ONNX export: the outputs of the exported graph (names = trace names, [1, ...])
+    fill every template of every book model, and the figures equal the PyTorch views (numbers within 1e-4)."""
+    ort = pytest.importorskip("onnxruntime")
+    from tinytf.lab.onnx_export import book_models
+
+    for key, _, load in book_models():
+        model = load()
+        cfg = model.config
+        names = tinytf.export_onnx(model, tmp_path / f"{key}.onnx")
+        session = ort.InferenceSession(str(tmp_path / f"{key}.onnx"), providers=["CPUExecutionProvider"])
+        text = "héllo 你" if cfg.vocab_size == 256 else "zqxzq"
+        ids = tinytf.encode(text, cfg.vocab_size)
+        labels = readable_labels(text, ids)
+        outputs = dict(zip(names, session.run(None, {session.get_inputs()[0].name: ids[None].numpy()})))
+        for view in panel_views(cfg.n_heads):
+            for layer in range(cfg.n_layers):
+                template = make_template(build_view(model, view, template_ids(len(ids), cfg.vocab_size), layer),
+                                         len(ids))
+                assert set(template["outputs"]) <= set(names), (key, view)
+                got = apply_template(template, outputs, labels)
+                want = figure_of(build_view(model, view, ids, layer, labels=labels))
+                assert diff(got, want, tol=1e-4) is None, f"{key} {view} L{layer}: {diff(got, want, tol=1e-4)}"

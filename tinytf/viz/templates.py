@@ -8,7 +8,8 @@ so a template built from any T tokens, filled from the model outputs for other T
 is the figure the view builds for those tokens. ``apply_template`` does that in Python; the
 browser's ``_static/tinytf-bind.js`` does the same with the ONNX outputs.
 
-``export_templates(model, key, out_dir)`` writes ``<out_dir>/<key>/index.json`` (the model's
+``export_templates(model, key, out_dir)`` (``export_book_templates(out_dir)``: every model the book
+runs in the browser) writes ``<out_dir>/<key>/index.json`` (the model's
 shape, the views, the byte-label table, the outputs the figures read) and one file per view
 and layer, ``<view>-L<layer>.json``, holding the templates for T = 1..max_tokens."""
 from __future__ import annotations
@@ -161,6 +162,14 @@ def export_templates(model, key: str, out_dir, max_tokens: int = 8, layers=None,
              "outputs": sorted(outputs), "byte_labels": byte_labels()}
     files["index.json"] = _write(out / "index.json", index)
     return files
+
+
+def export_book_templates(out_dir, max_tokens: int = 8) -> dict:
+    """``export_templates`` for every model the book runs in the browser (tinytf.lab.onnx_export.book_models,
+    the keys of its ONNX files): {model key: {file name: size in bytes}}."""
+    from ..lab.onnx_export import book_models
+
+    return {key: export_templates(load(), key, out_dir, max_tokens=max_tokens) for key, _, load in book_models()}
 
 
 def _write(path: Path, obj) -> int:
