@@ -198,6 +198,8 @@ def test_recipes_and_errors():
         bnd.op("format", "{:.3g}", [x[0]])
     with pytest.raises(TinyTFInputError, match="no 'y'"):
         bnd.evaluate(["out", "y"], {}, [])
+    spec = build_view(MODELS["induction-2l"](), "residual_attn", "abc", 0)
+    assert bnd.bindings_of(spec.to_figure()) == bnd.bindings_of(spec) != []
     with pytest.raises(TinyTFInputError, match="no bindings"):
         bnd.bindings_of({"data": []})
     assert bnd.op("take", ["a", "b"], [1]).recipe == ["take", ["const", ["a", "b"]], [1]]

@@ -161,7 +161,9 @@ class FigureSpec(dict):
     bindings: list = []
 
     def to_figure(self):
-        return make_figure(self["data"], self["layout"], self.get("frames"))
+        fig = make_figure(self["data"], self["layout"], self.get("frames"))
+        fig._tinytf_bindings = self.bindings  # the values are in already; keep their recipes
+        return fig
 
 
 _spec_only = contextvars.ContextVar("tinytf_viz_spec_only", default=False)
