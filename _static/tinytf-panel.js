@@ -65,8 +65,13 @@
       });
     });
   }
-  function templates(entry) {
-    return fetchJSON(MODELS_DIR + (entry.templates || (entry.key + ".views.json")));
+  // the figure templates of a model (tinytf.viz.templates): an index, then one file per view and layer
+  function templateIndex(entry) { return fetchJSON(MODELS_DIR + entry.key + "/index.json"); }
+  function templateFile(entry, index, view, layer) {
+    var name = index.files[view] && index.files[view][String(layer)];
+    if (!name) { return Promise.reject(new Error("no template for view " + view + ", layer " + layer)); }
+    var url = MODELS_DIR + entry.key + "/" + name;
+    return once("tpl:" + url, function () { return window.tinytfBind.loadJSON(url); });
   }
 
   // ------------------------------------------------------------------ Python's wording, in JS
@@ -174,6 +179,9 @@
       later = setTimeout(function () { self.request("text"); }, 120);
     });
     this.text.addEventListener("change", function () { clearTimeout(later); self.request("text"); });
+    var heads = function () { self.head.disabled = self.view.value !== "attention"; };  // only the map has heads
+    this.view.addEventListener("change", heads);
+    heads();
     [this.model, this.view, this.head, this.layer].forEach(function (s) {
       s.addEventListener("change", function () { self.request(s === self.model ? "model" : "view"); });
     });
@@ -237,13 +245,18 @@
         self.say("", enc.error.replace(/\.+$/, "") + "." + kept);
         return null;
       }
-      return Promise.all([session(entry), templates(entry)]).then(function (parts) {
+      var view = self.viewKey();
+      var layer = parseInt(self.layer.value, 10);
+      return Promise.all([session(entry), templateIndex(entry).then(function (index) {
+        return templateFile(entry, index, view, layer).then(function (file) { return [index, file]; });
+      })]).then(function (parts) {
         var t1 = performance.now();
-        return self.compute(parts[0], parts[1], enc.ids).then(function (fig) {
+        return self.compute(parts[0], parts[1][0], parts[1][1], enc.ids).then(function (fig) {
           var t2 = performance.now();
           return self.draw(fig).then(function () {
             var t3 = performance.now();
             self.timing = { total: t3 - t0, load: t1 - t0, run: fig.runMs, figure: t2 - t1 - fig.runMs, draw: t3 - t2 };
+            self.run.hidden = true;  // from now on every control redraws by itself
             self.root.setAttribute("data-update-ms", String(Math.round(t3 - t0)));
             self.root.setAttribute("data-updates", String((+self.root.getAttribute("data-updates") || 0) + 1));
             self.say((first ? "Ready: the model runs in this browser. " : "") +
@@ -262,7 +275,11 @@
     for (var l = 0; l < entry.n_layers; l++) { layers.push([l, String(l)]); }
     options(this.layer, layers, this.layer.value);
   };
-  Panel.prototype.compute = function (sess, tpl, ids) {
+  Panel.prototype.viewKey = function () {
+    var v = this.view.value;
+    return v === "attention" ? "attention-" + this.head.value : v;
+  };
+  Panel.prototype.compute = function (sess, index, file, ids) {
     var self = this;
     var ort = window.ort;
     var feeds = {};
@@ -270,11 +287,13 @@
     var t = performance.now();
     return sess.run(feeds).then(function (outputs) {
       var runMs = performance.now() - t;
-      var labels = window.tinytfBind.tokenLabels(self.text.value, ids, tpl);
-      var head = self.head.value === "all" || self.head.value === "mean" ? self.head.value : parseInt(self.head.value, 10);
-      var template = window.tinytfBind.template(tpl, self.view.value, parseInt(self.layer.value, 10), head, ids.length);
-      var fig = window.tinytfBind.apply(template, outputs, labels);
+      var tok = window.tinytfBind.tokenize(self.text.value, index.byte_labels);
+      var template = file.templates[String(ids.length)];
+      if (!template) { throw new Error("no template for " + ids.length + " tokens"); }
+      var fig = window.tinytfBind.apply(template, outputs, tok.labels);
       fig.runMs = runMs;
+      self.lastFigure = fig;
+      self.lastIds = ids;
       return fig;
     });
   };

@@ -163,7 +163,58 @@ def remove_others(directory: Path, keep: set) -> list:
     return removed
 
 
-def write_assets(models_dir: Path | None = None, ort_dir: Path | None = None) -> dict:
+# The page's panel draws at most this many tokens: one figure template per length (tinytf.viz.templates).
+# The book's live panels are created with the same max_tokens (a test checks), so the two panels agree.
+TEMPLATE_TOKENS = 16
+TEMPLATES_KEY = "templates.key"
+
+
+def _templates_key(entries: list) -> str:
+    """What the templates are made from: tinytf's code, the models (their ONNX hashes) and TEMPLATE_TOKENS."""
+    h = hashlib.sha256(f"tokens={TEMPLATE_TOKENS}".encode())
+    for path in sorted((ROOT / "tinytf").rglob("*.py")):
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    for e in entries:
+        h.update(f"{e['key']}:{e['sha256']}".encode())
+    return h.hexdigest()
+
+
+def export_view_templates(models_dir: Path, entries: list) -> tuple[list, list]:
+    """The figure templates of every view, layer and length for each model (tinytf.viz.templates) in
+    ``models_dir/<key>/``; skipped (~20 s) when TEMPLATES_KEY says they were made from the same code and
+    models. Returns (written, removed)."""
+    key = _templates_key(entries)
+    stamp = models_dir / TEMPLATES_KEY
+    if (stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == key
+            and all((models_dir / e["key"] / "index.json").is_file() for e in entries)):
+        return [], []
+    import torch
+
+    from tinytf.viz.templates import export_book_templates
+
+    written, removed = [], []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            export_book_templates(tmp, max_tokens=TEMPLATE_TOKENS)
+            for e in entries:
+                made = {p.name: p for p in (Path(tmp) / e["key"]).iterdir()}
+                for name, path in sorted(made.items()):
+                    if write_if_changed(models_dir / e["key"] / name, path.read_bytes()):
+                        written.append(models_dir / e["key"] / name)
+                removed += remove_others(models_dir / e["key"], set(made))
+    finally:
+        torch.set_num_threads(threads)
+    for d in sorted(p for p in models_dir.iterdir() if p.is_dir()):
+        if d.name not in {e["key"] for e in entries}:  # a model no longer in the book
+            removed += remove_others(d, set())
+            d.rmdir()
+    write_if_changed(stamp, (key + "\n").encode())
+    return written, removed
+
+
+def write_assets(models_dir: Path | None = None, ort_dir: Path | None = None, templates: bool = True) -> dict:
     """Export the models, copy onnxruntime-web, write the manifest (into MODELS_DIR and ORT_DIR unless other
     directories are given); return {"written": [...], "removed": [...], "manifest": dict}. Raises
     StaticAssetsError when node_modules lacks onnxruntime-web."""
@@ -174,7 +225,10 @@ def write_assets(models_dir: Path | None = None, ort_dir: Path | None = None) ->
     manifest_path = models_dir / MANIFEST.name
     if write_if_changed(manifest_path, (json.dumps(manifest, indent=1) + "\n").encode("utf-8")):
         written.append(manifest_path)
-    removed = remove_others(models_dir, {manifest_path.name} | {e["file"] for e in entries})
+    tpl_written, tpl_removed = export_view_templates(models_dir, entries) if templates else ([], [])
+    written += tpl_written
+    removed = remove_others(models_dir, {manifest_path.name, TEMPLATES_KEY} | {e["file"] for e in entries})
+    removed += tpl_removed
     removed += remove_others(ort_dir, set(ORT_FILES))
     return {"written": written + ort_written, "removed": removed, "manifest": manifest}
 
@@ -186,6 +240,8 @@ def update() -> str:
     start = time.perf_counter()
     result = write_assets()
     changed = [_shown(p) for p in result["written"]]
+    if len(changed) > 6:
+        changed = [f"{len(changed)} files ({', '.join(changed[:3])}, ...)"]
     removed = [_shown(p) for p in result["removed"]]
     return (f"static_assets: {len(result['manifest']['models'])} models, onnxruntime-web "
             f"{result['manifest']['ort']['version']}; wrote {', '.join(changed) or 'nothing (all up to date)'}"

@@ -36,11 +36,11 @@ def assets(tmp_path_factory):
     base = tmp_path_factory.mktemp("static")
     models_dir, ort_dir = base / "models", base / "ort"
     try:
-        first = static_assets.write_assets(models_dir, ort_dir)
+        first = static_assets.write_assets(models_dir, ort_dir, templates=False)  # test_view_templates has them
     except static_assets.StaticAssetsError as err:  # node_modules without onnxruntime-web
         pytest.fail(str(err), pytrace=False)
     mtimes = {p.name: p.stat().st_mtime_ns for d in (models_dir, ort_dir) for p in d.iterdir()}
-    second = static_assets.write_assets(models_dir, ort_dir)
+    second = static_assets.write_assets(models_dir, ort_dir, templates=False)
     return first, second, models_dir, ort_dir, mtimes
 
 
@@ -215,7 +215,7 @@ def test_a_changed_or_stray_file_is_replaced(tmp_path, assets):
     models_dir.mkdir()
     (models_dir / "untrained.onnx").write_bytes(b"old")
     (models_dir / "retired-model.onnx").write_bytes(b"old")
-    result = static_assets.write_assets(models_dir, ort_dir)
+    result = static_assets.write_assets(models_dir, ort_dir, templates=False)
     assert models_dir / "untrained.onnx" in result["written"]
     assert result["removed"] == [models_dir / "retired-model.onnx"]
     assert (models_dir / "untrained.onnx").read_bytes() == (assets[2] / "untrained.onnx").read_bytes()
@@ -261,3 +261,30 @@ def test_float16_checkpoints_are_stored_as_float16_with_the_same_numbers(assets,
             assert _entry(assets, key)["bytes"] < 0.6 * 4 * model.num_parameters()
         else:  # random float32 weights are not float16 numbers: kept as they are
             np.testing.assert_array_equal(stored["model.embed.weight"], embed)
+
+
+def test_view_templates_are_written_once_per_code_and_models(tmp_path, assets, monkeypatch):
+    """The page's figure templates (tinytf.viz.templates) sit beside the models, one folder per model key;
+    made again only when tinytf's code, a model or the token count changes (a stamp of their hash)."""
+    monkeypatch.setattr(static_assets, "TEMPLATE_TOKENS", 2)  # the real run makes 12 lengths; 2 are enough here
+    models_dir = tmp_path / "models"
+    models_dir.mkdir()
+    for p in assets[2].iterdir():
+        (models_dir / p.name).write_bytes(p.read_bytes())
+    entries = assets[0]["manifest"]["models"]
+    written, removed = static_assets.export_view_templates(models_dir, entries)
+    for e in entries:
+        index = json.loads((models_dir / e["key"] / "index.json").read_text(encoding="utf-8"))
+        assert index["model"] == e["key"] and index["max_tokens"] == 2 and index["n_layers"] == e["n_layers"]
+        assert set(index["outputs"]) <= set(e["outputs"])  # every output a template reads is in the ONNX file
+        for view in index["files"].values():
+            for name in view.values():
+                assert (models_dir / e["key"] / name) in written
+    assert removed == []
+    (models_dir / "retired").mkdir()
+    (models_dir / "retired" / "index.json").write_text("{}")
+    assert static_assets.export_view_templates(models_dir, entries) == ([], [])  # same code, same models: skipped
+    monkeypatch.setattr(static_assets, "TEMPLATE_TOKENS", 3)
+    written, removed = static_assets.export_view_templates(models_dir, entries)
+    assert models_dir / "retired" / "index.json" in removed and not (models_dir / "retired").exists()
+    assert all(json.loads((models_dir / e["key"] / "index.json").read_text())["max_tokens"] == 3 for e in entries)

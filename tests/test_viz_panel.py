@@ -143,8 +143,19 @@ def test_static_book_fallback_note():
     p = viz.live_panel(text="ab", config=SMALL)
     bundle = p._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert "needs a live kernel" in bundle["text/html"] and "Binder or Colab" in bundle["text/html"]
-    assert bundle["text/plain"] == "tinytf live panel (needs a live kernel)"
+    page = bundle["text/html"]
+    assert page.startswith('<div class="tinytf-static-panel" data-panel="')  # the book's page runs it in the browser
+    assert "In Jupyter: run this cell" in page and "Binder or Colab" in page  # the note until a script replaces it
+    import html
+    import json
+    import re
+
+    state = json.loads(html.unescape(re.search(r'data-panel="([^"]*)"', page).group(1)))
+    assert state["text"] == "ab" and state["view"] == "stepper" and state["max_tokens"] == p.max_tokens
+    assert "untrained" not in state["models"]  # a custom config: the page's random init is the default config's
+    assert viz.live_panel(text="ab", checkpoints={"trained: x-1l (English bytes)": None}).static_state()["models"] \
+        == ["untrained", "x-1l"]
+    assert bundle["text/plain"] == "tinytf live panel"
 
 
 def test_shipped_checkpoints_are_offered(monkeypatch):

@@ -30,6 +30,7 @@ from .common import spec_only
 from .ffn import ffn_expansion
 from .figure_view import FigureView
 from .residual import residual_view
+from .static_panel import KEPT, NOTE, STYLE, TOO_MANY, WHY_MODEL, WHY_PANEL, model_key, panel_state, static_panel_html
 from .stepper import block_stepper
 
 VIEWS = {
@@ -40,13 +41,9 @@ VIEWS = {
     "ffn": "FFN expansion",
 }
 RANDOM = "random init (seed)"
-STATIC_NOTE = (
-    '<div class="tinytf-live-note" style="border-left:4px solid #0072B2;padding:6px 10px;background:#f3f7fb;'
-    'color:#1b1b1b;">'
-    "<b>Live panel.</b> This live panel needs a live kernel. In Jupyter: run this cell and its controls "
-    "appear here. On the book's web page: launch the chapter in Binder or Colab (buttons at the top of "
-    "the page). The figures above show the same views.</div>"
-)
+# what a panel cell shows before it runs (in Jupyter) or without scripts (in the book); in the book
+# _static/tinytf-panel.js replaces it by the panel that runs the model in the browser (static_panel)
+STATIC_NOTE = f'<div class="tinytf-live-note" style="{STYLE}">{NOTE}</div>'
 SEED_MAX = 2**31 - 1
 
 
@@ -136,9 +133,17 @@ class LivePanel(widgets.VBox):
     # --- notebook display: the widget live, a note in the static book ---
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs) or {}
-        data["text/plain"] = "tinytf live panel (needs a live kernel)"
-        data["text/html"] = STATIC_NOTE
+        data["text/plain"] = "tinytf live panel"
+        data["text/html"] = static_panel_html(self.static_state())
         return data
+
+    def static_state(self) -> dict:
+        """The panel as the book's page offers it (tinytf.viz.static_panel): the text, view, head and layer
+        shown now, and the models the page has — the random init as "untrained" (seed 0) when this panel
+        uses the default configuration, and the checkpoints by their keys."""
+        models = (["untrained"] if self.base_config == TinyConfig() else []) + [model_key(n) for n in self.checkpoints]
+        return panel_state(self.text.value, self.view.value, self.head.value, int(self.layer.value), self.max_tokens,
+                           models, VIEWS)
 
     @staticmethod
     def _head_options(n_heads: int):
@@ -168,10 +173,9 @@ class LivePanel(widgets.VBox):
         ids = encode(self.text.value, cfg.vocab_size)  # raises TinyTFInputError for empty / out-of-vocab text
         limit = min(cfg.max_seq_len, self.max_tokens)
         if len(ids) > limit:
-            why = (f"the model's max_seq_len is {cfg.max_seq_len}" if limit == cfg.max_seq_len
-                   else f"the panel draws at most {self.max_tokens} tokens")
-            raise TinyTFInputError(f"{len(ids)} tokens given ({self.text.value!r} is {len(ids)} bytes), but {why}; "
-                                   f"type at most {limit} characters")
+            why = (WHY_MODEL.format(max_seq_len=cfg.max_seq_len) if limit == cfg.max_seq_len
+                   else WHY_PANEL.format(max_tokens=self.max_tokens))
+            raise TinyTFInputError(TOO_MANY.format(n=len(ids), text=repr(self.text.value), why=why, limit=limit))
         return ids
 
     def build_figure(self):
@@ -233,7 +237,7 @@ class LivePanel(widgets.VBox):
         return spec
 
     def _report(self, text: str):
-        kept = " The figure below still shows the last valid input." if self._spec is not None else ""
+        kept = KEPT if self._spec is not None else ""
         self.message.value = (f'<div class="tinytf-panel-message" style="color:#a40000;padding:4px 0;">'
                               f"⚠ {html.escape(text.rstrip('.'))}.{kept}</div>")
         return None
