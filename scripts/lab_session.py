@@ -45,9 +45,20 @@ def _free_port() -> int:
 class LabServer:
     """jupyter lab in a subprocess; ``url(path)`` carries the token; ``stop()`` ends it (and its kernels)."""
 
-    def __init__(self, source: str = PANEL_CELL, timeout_s: float = 60):
+    def __init__(self, source: str = PANEL_CELL, timeout_s: float = 60, copy: Path | None = None):
+        """``source``: the one cell of panel.ipynb; ``copy``: a notebook copied in as panel.ipynb instead."""
         self.dir = Path(tempfile.mkdtemp(prefix="tinytf-lab-"))
-        (self.dir / "panel.ipynb").write_text(json.dumps(notebook(source)), encoding="utf-8")
+        if copy is not None:  # with its outputs (what a reader opens), without execution counts
+            nb = json.loads(Path(copy).read_text(encoding="utf-8"))
+            for cell in nb["cells"]:
+                if cell["cell_type"] == "code":
+                    cell["execution_count"] = None
+                    for out in cell.get("outputs", []):
+                        if "execution_count" in out:
+                            out["execution_count"] = None
+            (self.dir / "panel.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+        else:
+            (self.dir / "panel.ipynb").write_text(json.dumps(notebook(source)), encoding="utf-8")
         self.port, self.token = _free_port(), secrets.token_hex(16)
         env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.dir / ".runtime"),
                    JUPYTERLAB_WORKSPACES_DIR=str(self.dir / ".workspaces"),
@@ -109,10 +120,9 @@ CHANGE_TIMER = """() => {
 FIGURE = ".tinytf-figure-view"
 
 
-def open_panel(browser, lab: LabServer, timeout_ms: int = 60_000):
-    """Open panel.ipynb in JupyterLab, run its cell, wait for the first drawn figure.
-
-    Returns (page, console_errors, remote_requests); close with page.context.close()."""
+def open_notebook(browser, lab: LabServer, timeout_ms: int = 60_000, run_all: bool = False, before_run=None):
+    """Open panel.ipynb in JupyterLab and run its first code cell (``run_all``: Run > Run All Cells);
+    ``before_run(page)`` is called just before. Returns (page, console_errors, remote_requests)."""
     import book_browser
 
     context = browser.new_context(viewport={"width": 1400, "height": 1100})
@@ -135,16 +145,37 @@ def open_panel(browser, lab: LabServer, timeout_ms: int = 60_000):
     page.goto(lab.url("lab/tree/panel.ipynb"), wait_until="load")
     page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for()
-    prompt = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt").first
+    page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for()  # the kernel is connected
+    prompt = page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").first
+    if before_run is not None:
+        before_run(page)
     for _ in range(10):  # a run asked before the kernel's connection is up is dropped silently: ask again
-        page.locator(".jp-Notebook .jp-Cell .cm-content").first.click()
-        page.keyboard.press("Shift+Enter")
+        dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+        if dialog.count():  # a run asked before the session existed: take the preferred kernel
+            dialog.locator(".jp-mod-accept").first.click()
+            page.wait_for_timeout(1_000)
+        if run_all:
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        else:
+            page.locator(".jp-Notebook .jp-CodeCell .cm-content").first.click()
+            page.keyboard.press("Shift+Enter")
         try:
             page.wait_for_function("(el) => /\\[(\\*|\\d+)\\]/.test(el.textContent)", arg=prompt.element_handle(),
                                    timeout=3_000)
             break
         except Exception:  # noqa: BLE001 - playwright's TimeoutError: try again
             continue
+    return page, console_errors, remote_requests
+
+
+def open_panel(browser, lab: LabServer, timeout_ms: int = 60_000, run_all: bool = False):
+    """open_notebook, then wait for the panel's first drawn figure.
+
+    Returns (page, console_errors, remote_requests); close with page.context.close()."""
+    page, console_errors, remote_requests = open_notebook(browser, lab, timeout_ms, run_all)
+    if run_all:
+        page.locator(FIGURE).first.scroll_into_view_if_needed(timeout=timeout_ms)
     try:
         page.wait_for_function(
             f"() => (document.querySelector('{FIGURE}') || {{dataset: {{}}}}).dataset.tinytfDraws", timeout=timeout_ms)
