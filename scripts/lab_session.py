@@ -223,11 +223,13 @@ STATE = f"""() => {{
   const s = (d.layout.sliders || [])[0];
   return {{draws: Number(d.dataset.tinytfDraws), rev: Number(d.dataset.tinytfRev), mark: d.__tinytfMark || null,
           title: d._fullLayout.title.text, active: s ? s.active : null,
-          current: (d.querySelector('.slider-current-value') || {{}}).textContent || '',
+          current: [...d.querySelectorAll('.slider-container text')].map((t) => t.textContent)
+                     .find((t) => t.includes(':')) || null,
           z: JSON.stringify(d.data.map((t) => t.z === undefined ? null : t.z))}};
 }}"""
 
 
 def state(page) -> dict:
-    """The drawn figure: redraw count, revision, title, slider position and text, and a fingerprint of its numbers."""
+    """The drawn figure: redraw count, revision, title, slider position and the text it shows (e.g. "stage: 5 scores"),
+    and a fingerprint of its numbers."""
     return page.evaluate(STATE)

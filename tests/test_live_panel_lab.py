@@ -44,7 +44,7 @@ def test_control_changes_redraw_in_place_on_the_readers_stage(browser, jupyterla
         lab.set_stage(page, STAGE)  # waits until the slider and the title show it
         assert stage_name(page) == "scores"
         before = lab.state(page)
-        assert before["title"].startswith(f"<b>{STAGE + 1}/")
+        assert before["title"].startswith(f"<b>{STAGE + 1}/") and before["current"].endswith(": 5 scores")
 
         seed = lab.control(page, "seed").locator("input")
         changes = [
@@ -63,6 +63,7 @@ def test_control_changes_redraw_in_place_on_the_readers_stage(browser, jupyterla
             assert after["z"] != before["z"], f"{label}: the figure shows the same numbers"
             assert after["active"] == STAGE and stage_name(page) == "scores", f"{label}: the stepper left stage 5"
             assert after["title"].startswith(f"<b>{STAGE + 1}/"), (label, after["title"][:60])
+            assert after["current"].endswith(": 5 scores"), (label, after["current"])  # what the slider shows
             if kind:
                 assert page.evaluate(f"() => document.querySelector('{lab.FIGURE}').dataset.tinytfUpdate") == kind
             before = after

@@ -4,7 +4,8 @@ Every view takes a model and token ids (or a string, or a ready ``Trace``), runs
 ``model.run_with_trace`` once and draws numbers read from that trace; the math lives only in
 tinytf's modules. Figures are plotly figures whose interactivity (frames, sliders, buttons,
 hover) works without a kernel; ``show(fig)`` displays them deterministically (see
-``tinytf.viz.render``). ``live_panel()`` adds ipywidgets controls in a live kernel.
+``tinytf.viz.render``). ``live_panel()`` adds ipywidgets controls in a live kernel
+(its plot is a ``FigureView``, ``tinytf.viz.figure_view``, redrawn in place).
 
     import tinytf
     from tinytf.viz import show, block_stepper
@@ -17,7 +18,7 @@ Views (each: a model + ids / a string, or a Trace; numbers read from the trace o
     residual_view(model, ids, layer=0, sublayer="attn"|"ffn")
     ffn_expansion(model, ids, layer=0)          + ffn_sparsity(...) for the numbers
     shape_chain(B, T, C, H, D, Cff, seed) -> rows; format_shape_chain(rows) -> text
-    live_panel(text="cat", ...)                 ipywidgets, live kernels only
+    live_panel(text="cat", ...)                 ipywidgets + anywidget, live kernels only
 """
 from .render import SIGNIFICANT_DIGITS, figure_html, figure_json, init_notebook, mimebundle, reset_ids, show
 from .stepper import MIXING_STAGES, block_stepper

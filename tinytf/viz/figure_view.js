@@ -117,6 +117,7 @@ function render({ model, el }) {
         again = false;
         const shownRev = rev;
         const first = !div._fullLayout;
+        div.style.minHeight = ((held.layout && held.layout.height) || model.get("height")) + "px";
         await Plotly.react(div, figureAt(held, first ? null : currentFrame(), config));
         if (first) div.on("plotly_animatingframe", (e) => { frameName = e && e.name; });
         draws += 1;
