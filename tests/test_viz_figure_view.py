@@ -47,6 +47,8 @@ def test_same_structure_sends_only_what_changed(panel, control, value):
 
 
 def test_new_structure_sends_the_whole_figure(panel):
+    panel.text.value = "cats"  # another token count: every array has another shape
+    assert panel.plot.last_message["type"] == "full"
     panel.view.value = "attention"  # another view
     assert panel.plot.last_message["type"] == "full"
     panel.head.value = 1  # one heatmap instead of one per head

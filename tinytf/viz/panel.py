@@ -95,7 +95,7 @@ class LivePanel(widgets.VBox):
         self.max_tokens = max_tokens
         self.checkpoints = dict(_discover_checkpoints() if checkpoints is None else checkpoints)
         self._spec, self._figure = None, None
-        self._cache_key, self._model = None, None
+        self._cache_key, self._model, self._n_tokens = None, None, None
         style = {"description_width": "90px"}
         self.text = widgets.Text(value=text, description="tokens", continuous_update=False,
                                  placeholder="type a few characters", style=style,
@@ -199,6 +199,7 @@ class LivePanel(widgets.VBox):
             raise TinyTFInputError(f"layer {layer} does not exist: this model has {cfg.n_layers} layers "
                                    f"(0..{cfg.n_layers - 1})")
         labels = readable_labels(self.text.value, ids)
+        self._n_tokens = len(ids)
         view = self.view.value
         if view == "stepper":
             return block_stepper(model, ids, layer=layer, labels=labels)
@@ -233,7 +234,7 @@ class LivePanel(widgets.VBox):
         # Only what changed travels to the browser (the whole figure when the view or the traces / frames
         # change); the browser keeps its plot div and stage. Never a captured display (`with Output:`): a
         # display this size makes nbclient / nbconvert wait for their timeout after the cell has finished.
-        self.plot.set_figure(spec, key=self.view.value)
+        self.plot.set_figure(spec, key=(self.view.value, self._n_tokens))  # another token count: every array resized
         return spec
 
     def _report(self, text: str):
