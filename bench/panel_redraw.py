@@ -164,9 +164,10 @@ def act(page, control: str, value, how: str) -> None:
         box.locator("select").select_option(index=int(value))
 
 
-def message_sizes(steps) -> list[tuple[str, int]]:
-    """(type, JSON bytes) of the kernel's message for each change, from the same changes on a panel here."""
-    from tinytf.viz import live_panel
+def message_sizes(steps, bundles: list) -> list[tuple[str, int]]:
+    """(type, JSON bytes) of the kernel's message for each change, from the same changes on a panel here;
+    appends to ``bundles`` the JSON bytes of the show() output the Output-widget panel sent instead."""
+    from tinytf.viz import live_panel, mimebundle
     from tinytf.viz.panel import RANDOM
 
     panel = live_panel(text="cat")
@@ -184,6 +185,7 @@ def message_sizes(steps) -> list[tuple[str, int]]:
         assert panel.message.value == "", panel.message.value
         msg = panel.plot.last_message
         out.append((msg["type"], len(json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode())))
+        bundles.append(len(json.dumps(mimebundle(panel._spec), separators=(",", ":"), ensure_ascii=False).encode()))
     return out
 
 
@@ -253,7 +255,8 @@ def main(argv=None) -> int:
     finally:
         server.stop()
 
-    sizes = message_sizes(steps)
+    bundles = []
+    sizes = message_sizes(steps, bundles)
     from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
     totals = [r["total_ms"] for r in rows]
@@ -281,6 +284,8 @@ def main(argv=None) -> int:
         print(f"Message per update: patch median {statistics.median(patch) / 1000:.0f} kB "
               f"(range {min(patch) / 1000:.0f}-{max(patch) / 1000:.0f} kB, {len(patch)} changes); "
               f"whole figure median {statistics.median(full) / 1000:.0f} kB ({len(full)} changes)." if full else "")
+    print(f"(The Output-widget panel sent the whole show() output every time: median "
+          f"{statistics.median(bundles) / 1000:.0f} kB.)")
     js_mb = len(get_plotlyjs().encode()) / 1e6
     if plotly_ms is None:
         print(f"plotly.js: the page's own (JupyterLab's plotly renderer had loaded it); first panel figure "
