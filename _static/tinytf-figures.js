@@ -747,10 +747,14 @@
     rec.el.style.transformOrigin = "0 0";
     rec.box.style.height = Math.ceil(H * k) + "px";
     var P = window.Plotly;
+    // an animated figure on a later step is drawn with that step's frame already merged in, as
+    // Plotly.animate would merge it: one drawing instead of two (the static panel's updates)
+    var onFrame = rec.frames.length && rec.index > 0 && !rec.animateAfterDraw;
+    if (onFrame) { mergeFrame(f, rec.steps[rec.index].name); }
     var done = rec.drawn ? P.react(rec.el, f) : P.newPlot(rec.el, f);
     rec.drawn = true;
     return Promise.resolve(done).then(function () {
-      if (rec.frames.length && rec.index > 0) {
+      if (rec.frames.length && rec.index > 0 && !onFrame) {
         return toFrame(rec, rec.index);
       }
     }).then(function () {
@@ -760,6 +764,32 @@
       if (svg) { svg.setAttribute("aria-hidden", "true"); }
       describe(rec);
     });
+  }
+
+  function isObject(v) { return v !== null && typeof v === "object" && !Array.isArray(v) && !ArrayBuffer.isView(v); }
+  // Plotly.animate's merge: objects key by key, arrays of objects (annotations) item by item, values
+  // and data arrays replaced
+  function mergeInto(target, src) {
+    Object.keys(src).forEach(function (k) {
+      var v = src[k], t = target[k];
+      if (Array.isArray(v) && Array.isArray(t) && v.length && v.every(isObject)) {
+        v.forEach(function (item, i) { t[i] = isObject(t[i]) ? mergeInto(t[i], item) : item; });
+      } else if (isObject(v) && isObject(t)) {
+        mergeInto(t, v);
+      } else {
+        target[k] = v;
+      }
+    });
+    return target;
+  }
+  function mergeFrame(f, name) {
+    var fr = (f.frames || []).filter(function (x) { return String(x.name) === String(name); })[0];
+    if (!fr) { return; }
+    (fr.data || []).forEach(function (d, i) {
+      var at = fr.traces ? fr.traces[i] : i;
+      if (f.data[at]) { mergeInto(f.data[at], JSON.parse(JSON.stringify(d))); }
+    });
+    if (fr.layout) { mergeInto(f.layout, JSON.parse(JSON.stringify(fr.layout))); }
   }
 
   // What the estimates above got wrong, measured: a legend (its entries wrap as plotly likes) or an
