@@ -134,8 +134,7 @@ function render({ model, el }) {
 
   function onMessage(msg) {
     if (!msg || (msg.type !== "full" && msg.type !== "patch")) return;
-    div.dataset.tinytfReceived = String(performance.now());
-    div.dataset.tinytfUpdate = msg.type;
+    const received = String(performance.now());
     if (msg.type === "full") {
       if (held && msg.rev === rev) return; // a copy of what this view already holds
       held = msg.fig; config = msg.config || {}; rev = msg.rev;
@@ -145,6 +144,8 @@ function render({ model, el }) {
       model.send({ type: "need_full" }); // this view missed a message: ask for the whole figure
       return;
     }
+    div.dataset.tinytfReceived = received;
+    div.dataset.tinytfUpdate = msg.type;
     draw();
   }
 
