@@ -123,9 +123,10 @@ def baseline_run(browser, steps, chapter: bool):
         (cell,) = [c for c in nb["cells"] if c["cell_type"] == "code" and "live_panel(" in "".join(c["source"])]
         body = BASELINE_CELL[:BASELINE_CELL.index("panel = OutputPanel")]
         cell["source"] = body + "".join(cell["source"]).replace("live_panel(", "OutputPanel(")
-        copy = Path(tempfile.mkdtemp(prefix="tinytf-bench-")) / "06_baseline.ipynb"
-        copy.write_text(json.dumps(nb), encoding="utf-8")
-        server = lab.LabServer(copy=copy)
+        with tempfile.TemporaryDirectory(prefix="tinytf-bench-") as tmp:
+            copy = Path(tmp) / "06_baseline.ipynb"
+            copy.write_text(json.dumps(nb), encoding="utf-8")
+            server = lab.LabServer(copy=copy)
     else:
         server = lab.LabServer(BASELINE_CELL)
     rows = []
