@@ -238,27 +238,16 @@ def resolve(obj, path: list, bindings: list):
     if isinstance(obj, Bound):
         bindings.append((list(path), obj.recipe))
         return obj.value
-    if isinstance(obj, dict):
+    if isinstance(obj, (dict, list)):
         out = None
-        for k, v in obj.items():
+        for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
             if isinstance(v, (dict, list, Bound)):
                 path.append(k)
                 r = resolve(v, path, bindings)
                 path.pop()
                 if r is not v:
-                    out = dict(obj) if out is None else out
+                    out = type(obj)(obj) if out is None else out  # a copy, only where a Bound is found
                     out[k] = r
-        return obj if out is None else out
-    if isinstance(obj, list):
-        out = None
-        for i, v in enumerate(obj):
-            if isinstance(v, (dict, list, Bound)):
-                path.append(i)
-                r = resolve(v, path, bindings)
-                path.pop()
-                if r is not v:
-                    out = list(obj) if out is None else out
-                    out[i] = r
         return obj if out is None else out
     return obj
 
