@@ -122,7 +122,9 @@ def write_static_assets() -> None:
     try:
         print(static_assets.update())
     except static_assets.StaticAssetsError as err:
-        raise RuntimeError(f"scripts/static_assets.py: {err}") from None
+        # as without npm's plotly.js bundle, the book still builds (in CI `npm ci` has run): its panels then
+        # say that they could not load the runtime, and tests/test_static_panel_book.py fails
+        print(f"warning: scripts/static_assets.py: {err}; the pages' live panels will not run", file=sys.stderr)
 
 
 def build(full: bool = False, log: Path | None = None) -> float:
