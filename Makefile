@@ -24,7 +24,7 @@ OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
 PYTEST_ARGS ?=
 CHAPTERS ?=
 
-# The browser assets (plotly.js partial bundle, axe-core) come from npm at the versions of package-lock.json.
+# The browser assets (plotly.js partial bundle, onnxruntime-web, axe-core) come from npm at the versions of package-lock.json.
 NODE_STAMP := node_modules/.package-lock.json
 
 .PHONY: book test test-other-kernels env execute lock report clean
@@ -50,7 +50,7 @@ lock:
 
 $(NODE_STAMP): package.json package-lock.json
 	@if command -v npm >/dev/null; then npm ci --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: install Node.js (without npm ci the book falls back to the full plotly.js, and the page-weight and accessibility tests fail)"; fi
+	else echo "npm not found: install Node.js (without npm ci the book falls back to the full plotly.js, its live panels cannot load onnxruntime-web, and the page-weight, accessibility and panel tests fail)"; fi
 
 $(STAMP):
 	@test -x $(BIN)/python || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
