@@ -125,3 +125,18 @@ def open_page(browser, path: str, viewport=(1280, 900), timeout_ms: int = 30_000
     page, console_errors, remote_requests, _ = book_browser.open_page(
         browser, book_url(path), viewport=viewport, timeout_ms=timeout_ms)
     return page, console_errors, remote_requests
+
+
+@pytest.fixture
+def no_unpickling(monkeypatch):
+    """Every way to unpickle (torch.load, pickle.load/loads/Unpickler) fails the test while it runs: a
+    checkpoint must load from safetensors and JSON only."""
+    import pickle
+
+    import torch
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a checkpoint load tried to unpickle")
+
+    for owner, name in ((torch, "load"), (pickle, "load"), (pickle, "loads"), (pickle, "Unpickler")):
+        monkeypatch.setattr(owner, name, refuse)

@@ -42,6 +42,22 @@ def _chromium():
     return CHROMIUM
 
 
+def step_through(gd, goto, names, shots_dir: Path | None = None, check=None):
+    """goto(i) for every stage, starting from the last one (so that stage 0 is a change too): each stage must
+    change the drawing; its screenshot is kept in shots_dir; check(i), if given, looks at the stage further."""
+    goto(len(names) - 1)
+    previous = gd.screenshot()
+    for i, name in enumerate(names):
+        goto(i)
+        shot = gd.screenshot()
+        if shots_dir is not None:
+            (shots_dir / f"stepper_{i:02d}_{name}.png").write_bytes(shot)
+        assert shot != previous, f"moving the slider to stage {i} ({name}) did not change the drawing"
+        if check is not None:
+            check(i)
+        previous = shot
+
+
 def drive_stepper(page, console_errors, shots_dir: Path | None = None):
     """Slider to every stage, then Play from the first stage; returns the frame names."""
     page.wait_for_function("() => document.querySelector('.plotly-graph-div svg.main-svg')", timeout=30_000)
@@ -61,19 +77,12 @@ def drive_stepper(page, console_errors, shots_dir: Path | None = None):
         page.wait_for_function(f"() => ({TITLE})().startsWith('{i + 1}/{n}')")
         page.wait_for_timeout(150)
 
-    # start from the last stage so that moving to stage 0 is a change too
-    goto(n - 1)
-    previous = gd.screenshot()
-    for i in range(n):
-        goto(i)
-        shot = gd.screenshot()
-        if shots_dir is not None:
-            (shots_dir / f"stepper_{i:02d}_{names[i]}.png").write_bytes(shot)
-        assert shot != previous, f"moving the slider to stage {i} ({names[i]}) did not change the drawing"
+    def draws_heatmaps(i):
         drawn = page.evaluate("""() => { const gd = document.querySelector('[data-test-stepper]');
             return gd._fullData.filter(t => t.visible === true && t.type === 'heatmap').length; }""")
         assert drawn > 0, f"stage {names[i]} draws no heatmap"
-        previous = shot
+
+    step_through(gd, goto, names, shots_dir, check=draws_heatmaps)
 
     # Play from the first stage: every later frame is shown, in order, ending on the last one
     goto(0)
@@ -162,15 +171,7 @@ def drive_book_stepper(page, console_errors, shots_dir: Path | None = None):
                                arg=[caption.element_handle(), i, n])
         page.wait_for_timeout(150)
 
-    goto(n - 1)
-    previous = gd.screenshot()
-    for i in range(n):
-        goto(i)
-        shot = gd.screenshot()
-        if shots_dir is not None:
-            (shots_dir / f"stepper_{i:02d}_{names[i]}.png").write_bytes(shot)
-        assert shot != previous, f"moving the slider to stage {i} ({names[i]}) did not change the drawing"
-        previous = shot
+    step_through(gd, goto, names, shots_dir)
     goto(0)
     page.evaluate("""() => { window.__frames = [];
         document.querySelector('[data-test-stepper]').on('plotly_animatingframe', e => window.__frames.push(e.name)); }""")
