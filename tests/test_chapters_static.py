@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT, doc_source, toc_docnames
 
-from tinytf.book import SETUP_CELL
+from tinytf.book import SETUP_CELL, SETUP_TAGS
 
 CHAPTERS = [name for name in toc_docnames() if name.startswith("chapters/")]
 # numbered chapters are notebooks; the reference pages (glossary, api) are markdown
@@ -64,7 +64,7 @@ def test_toc_lists_the_chapters_of_the_brief():
         "01_tokens_embeddings_positions", "02_causal_self_attention", "03_normalisation",
         "04_feed_forward", "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer",
         "08_encoder_decoder", "09_2017_to_2026", "10_frontier_block", "11_generation_kv_cache", "12_misconceptions",
-        "glossary", "api")]
+        "glossary", "bibliography", "api")]
     if build_toc_overridden():
         pytest.skip("TINYTF_BOOK_TOC is set: checking another table of contents")
     assert CHAPTERS == expected
@@ -96,6 +96,8 @@ def test_first_cell_is_the_setup_cell(name):
     assert nb.cells[0].cell_type == "code", f"{name}: the first cell must be the set-up code cell"
     assert nb.cells[0].source == SETUP_CELL, (
         f"{name}: the first cell must be exactly tinytf.book.SETUP_CELL (Colab installs tinytf with it)")
+    assert set(SETUP_TAGS) <= set(nb.cells[0].metadata.get("tags", [])), (
+        f"{name}: the set-up cell must be tagged {SETUP_TAGS}: the HTML page starts with the chapter's title")
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

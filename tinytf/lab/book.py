@@ -2,9 +2,12 @@
 
 REPO_URL = "https://github.com/tinytf-book/tinytf"
 
-# The first cell of every chapter, verbatim (tests/test_chapters_static.py checks it).
-SETUP_CELL = f'''# Set-up for Colab and Binder: installs tinytf from the book's repository only when it is missing.
-# Locally and in CI tinytf is already installed, so this cell does nothing.
+# The first cell of every chapter, verbatim (tests/test_chapters_static.py checks it). It is tagged
+# `remove-cell` (SETUP_TAGS): in a notebook (Colab, Binder, Jupyter) it runs first; the HTML page starts with
+# the chapter's title.
+SETUP_TAGS = ["remove-cell"]
+SETUP_CELL = f'''# Set-up: installs tinytf from the book's repository when it is missing (as on Colab).
+# Where tinytf is already installed (Binder, a local clone) this cell does nothing.
 try:
     import tinytf
 except ImportError:
