@@ -140,10 +140,10 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
     if len(depths) != 1:
         raise TinyTFInputError(f"depth_animation: the models differ in depth ({sorted(depths)})")
     L = depths.pop()
-    points = [("blocks.0.resid_pre", "the embeddings (stream entering block 1)")]
+    points = [("blocks.0.resid_pre", "the embeddings (stream entering block 0)")]
     for b in range(L):
-        points += [(f"blocks.{b}.resid_mid", f"after block {b + 1}'s attention add"),
-                   (f"blocks.{b}.resid_post", f"after block {b + 1}'s FFN add")]
+        points += [(f"blocks.{b}.resid_mid", f"after block {b}'s attention add"),
+                   (f"blocks.{b}.resid_post", f"after block {b}'s FFN add")]
     streams = {name: [arr(need(t.trace, nm))[t.batch] for nm, _ in points] for name, t in traced.items()}
     first = next(iter(traced.values()))
     T = streams[next(iter(streams))][0].shape[0]
@@ -192,7 +192,7 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
                   coloraxis=dict(colorscale=DIVERGING, cmin=-m, cmax=m,
                                  colorbar=dict(title=dict(text="value", side="right"), x=0.64, xanchor="left",
                                                thickness=10, len=0.9)),
-                  **animation_controls(names, ["embed"] + [f"{b + 1}{'a' if j == 0 else 'f'}" for b in range(L) for j in (0, 1)],
+                  **animation_controls(names, ["embed"] + [f"{b}{'a' if j == 0 else 'f'}" for b in range(L) for j in (0, 1)],
                               frame_ms, "point "))
     return make_figure(frames[0]["data"], layout, frames)
 
