@@ -21,6 +21,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 # Another CPU rounds the last bits differently. These select torch's portable kernels and MKL's
 # reproducible code path, so the second nbval run sees other last bits, as on another machine.
 OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
+XDIST ?= -n 2 --dist loadfile
 PYTEST_ARGS ?=
 CHAPTERS ?=
 
@@ -32,13 +33,17 @@ NODE_STAMP := node_modules/.package-lock.json
 book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python scripts/build_book.py
 
+# The book is built once, before pytest: every test that reads _build/html (and both workers) shares it.
+# pytest-xdist runs the tests on both cores; --dist loadfile keeps each file (and so each chapter's kernel) on
+# one worker.
 test: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python -m pytest tests chapters $(NBVAL) $(PYTEST_ARGS)
+	$(BIN)/python scripts/build_book.py --if-stale
+	$(BIN)/python -m pytest $(XDIST) tests chapters $(NBVAL) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-other-kernels
 
 test-other-kernels: $(STAMP)
 	@echo "nbval again under $(OTHER_KERNELS)"
-	$(OTHER_KERNELS) $(BIN)/python -m pytest chapters $(NBVAL) -p no:cacheprovider
+	$(OTHER_KERNELS) $(BIN)/python -m pytest $(XDIST) chapters $(NBVAL) -p no:cacheprovider
 
 env: $(STAMP)
 

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -54,13 +55,29 @@ def doc_source(docname: str) -> Path | None:
 
 
 # --------------------------------------------------------------------------- book build
+@contextlib.contextmanager
+def build_lock():
+    """One process at a time (pytest-xdist runs two workers): the first to need the book builds it, the other
+    waits and then finds it up to date. `make test` builds it before pytest starts, so usually nobody waits."""
+    import fcntl
+
+    (ROOT / "_build").mkdir(exist_ok=True)
+    with open(ROOT / "_build" / ".build.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def book_html() -> Path:
-    if build_book.is_stale():
-        try:
-            build_book.build()
-        except RuntimeError as err:
-            pytest.fail(f"the book does not build:\n{err}", pytrace=False)
+    with build_lock():
+        if build_book.is_stale():
+            try:
+                build_book.build()
+            except RuntimeError as err:
+                pytest.fail(f"the book does not build:\n{err}", pytrace=False)
     assert (BOOK_HTML / "index.html").is_file()
     return BOOK_HTML
 
@@ -87,12 +104,69 @@ def book_server(book_html):
         _server = None
 
 
-# --------------------------------------------------------------------------- browser
-def _no_browser(reason: str):
+# --------------------------------------------------------------------------- tools outside Python
+# One policy for every test that needs a tool pip does not install: skip with a reason on a developer's machine,
+# fail under CI=true (where .ci/run installs them all, so a missing tool is a broken set-up, not a reason to skip).
+NODE_MODULES = ROOT / "node_modules"
+
+
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+TOOLS = {
+    # name: (is it here?, how to get it)
+    "chromium": (lambda: CHROMIUM.exists(), "install Debian's chromium: apt-get install chromium"),
+    "playwright": (lambda: _has_module("playwright"), "install the lock: make env"),
+    "node": (lambda: shutil.which("node") is not None, "install Node.js (Debian: apt-get install nodejs npm)"),
+    "axe-core": (lambda: (NODE_MODULES / "axe-core" / "axe.min.js").is_file(), "run `npm ci`"),
+    "plotly.js": (lambda: (NODE_MODULES / "plotly.js-cartesian-dist-min").is_dir(), "run `npm ci`"),
+    "onnxruntime-web": (lambda: (NODE_MODULES / "onnxruntime-web" / "dist").is_dir(), "run `npm ci`"),
+    "jupyterlab": (lambda: _has_module("jupyterlab"), "install the lock: make env"),
+}
+
+
+def unavailable(reason: str):
+    """Skip the test with `reason` on a developer's machine; fail it under CI=true."""
     if IN_CI:
-        pytest.fail(f"{reason} (CI=true: browser tests must run in CI; .ci/run installs chromium)",
+        pytest.fail(f"{reason} (CI=true: every test must run in CI; .ci/run installs what the tests need)",
                     pytrace=False)
-    pytest.skip(f"{reason}; install Debian's chromium (apt-get install chromium) to run the browser tests")
+    pytest.skip(reason, allow_module_level=True)
+
+
+def require_module(name: str):
+    """Import a Python package the lock installs (transformers, onnxruntime, ...): skip locally, fail in CI."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        unavailable(f"{name} cannot be imported ({err}): install the lock: make env")
+
+
+def require(*tools: str) -> None:
+    """The tools a test needs (names of TOOLS): a missing one skips the test locally, fails it in CI."""
+    for tool in tools:
+        present, how = TOOLS[tool]
+        if not present():
+            unavailable(f"{tool} is not available: {how}")
+
+
+# --------------------------------------------------------------------------- browser
+
+
+def fresh_screenshots() -> None:
+    """Empty _build/screenshots once per test run (only this run's pages, none from an older toc); with
+    pytest-xdist both workers share the run id, so the second worker keeps what the first has written."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+    with build_lock():
+        marker = SCREENSHOTS / f".run-{run}"
+        if not marker.exists():
+            shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+            SCREENSHOTS.mkdir(parents=True)
+            marker.touch()
 
 
 @pytest.fixture(scope="session")
@@ -100,13 +174,10 @@ def browser():
     """Chromium for the whole session (Playwright allows one sync instance per thread, so every
     browser test should use this fixture rather than start its own). It does not build the
     book: tests of book pages also request ``book_server`` (or ``book_html``)."""
-    if not CHROMIUM.exists():
-        _no_browser(f"{CHROMIUM} not found")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _no_browser("the playwright package is not installed")
-    shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # only this session's pages, none from an older toc
+    require("chromium", "playwright")
+    from playwright.sync_api import sync_playwright
+
+    fresh_screenshots()
     with sync_playwright() as pw:
         chromium = book_browser.launch(pw)
         try:

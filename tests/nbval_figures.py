@@ -18,8 +18,17 @@ into
   magnitude of the array the value belongs to (values that are zero up to noise in a heatmap
   whose scale is 1 must not fail), or ``ATOL_SCALAR`` for a lone number.
 
-Every other output (printed text, tables, the parameter table, the causality check) is left to
-nbval's exact comparison. The plugin is registered by the repository's top-level ``conftest.py``,
+**Measured numbers** (one mechanism with the figures): in a code cell tagged ``measured`` the printed text
+(streams, ``text/plain``, ``text/html``, ``text/markdown``) is split the same way, into a skeleton (every number
+replaced by ``<n>``, runs of spaces collapsed, compared exactly) and its numbers, each compared within **one unit
+of its last printed digit** (``548`` vs ``549``, ``0.31`` vs ``0.32``, ``2.4e-05`` vs ``2.5e-05``) or a relative
+``MEASURED_RTOL`` of its value, whichever is wider. A tag ``measured-rtol=0.02`` states a wider relative
+tolerance for one cell. A measurement printed at its precision can sit on a rounding boundary, and another CPU
+then prints the neighbouring value at any number of digits: that is the only thing this accepts. A digit glued to
+the end of a name (``blocks.0``, ``x2``, ``W1``) is text, compared exactly.
+
+Every other output (printed text, tables, the parameter table, the causality check, shapes, token ids, generated
+text: never tag such a cell ``measured``) is left to nbval's exact comparison. The plugin is registered by the repository's top-level ``conftest.py``,
 so a plain ``pytest --nbval chapters`` uses it too. ``tests/test_nbval_figures.py`` proves that a
 1 % change of one figure value, a removed trace, a missing frame or a changed title still fail.
 """
@@ -169,6 +178,106 @@ def compare_figure_outputs(ref_outputs: list, new_outputs: list) -> tuple[list, 
     return ref_sk, new_sk, problems
 
 
+# ----------------------------------------------------------------------------- measured numbers in text
+MEASURED_TAG = "measured"
+MEASURED_RTOL_TAG = "measured-rtol="
+MEASURED_RTOL = 1e-3  # the default relative tolerance of a printed measurement (the figures' RTOL)
+TEXT_MIMES = ("text/plain", "text/html", "text/markdown")
+# a number not glued to a name: optional sign, digits with optional thousands separators, decimals, exponent
+NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?|\.(\d+))(?:[eE]([-+]?\d+))?")
+
+
+class Printed:
+    """A printed number: its value and the size of one unit of its last printed digit."""
+
+    __slots__ = ("text", "value", "unit")
+
+    def __init__(self, m: re.Match):
+        self.text = m.group(0)
+        sign = -1.0 if m.group(1) in ("-", "\u2212") else 1.0
+        body = m.group(2).replace(",", "")
+        decimals = len(m.group(3) or m.group(4) or "")
+        exponent = int(m.group(5)) if m.group(5) is not None else 0
+        self.value = sign * float(body) * 10.0 ** exponent
+        self.unit = 10.0 ** (exponent - decimals)
+
+    def __repr__(self):
+        return self.text
+
+
+def measured_rtol(tags) -> float | None:
+    """None for a cell that is not tagged ``measured``; else its relative tolerance."""
+    tags = list(tags or [])
+    if MEASURED_TAG not in tags:
+        return None
+    rtol = MEASURED_RTOL
+    for t in tags:
+        if t.startswith(MEASURED_RTOL_TAG):
+            rtol = max(rtol, float(t[len(MEASURED_RTOL_TAG):]))
+    return rtol
+
+
+def split_text(text: str) -> tuple[str, list[Printed]]:
+    """(skeleton, numbers): every number replaced by <n>, runs of spaces and tabs collapsed to one space (a
+    right-aligned column shifts when a value gains a digit)."""
+    numbers = [Printed(m) for m in NUMBER.finditer(text)]
+    skeleton = re.sub(r"[ \t]+", " ", NUMBER.sub("<n>", text))
+    return skeleton, numbers
+
+
+def numbers_close(a: Printed, b: Printed, rtol: float) -> bool:
+    """Within one unit of the last printed digit (of either print) or rtol of the value, whichever is wider."""
+    tol = max(a.unit, b.unit, rtol * max(abs(a.value), abs(b.value)))
+    return abs(a.value - b.value) <= tol * (1 + 1e-9)
+
+
+def split_measured_output(output: dict) -> tuple[dict, list[tuple[str, list[Printed]]]]:
+    """A copy of one output whose printed text is a skeleton, and the numbers taken out, by place."""
+    out = copy.copy(output)
+    taken = []
+
+    def take(where, value):
+        text = "".join(value) if isinstance(value, list) else value
+        if not isinstance(text, str):
+            return value
+        skeleton, numbers = split_text(text)
+        taken.append((where, numbers))
+        return skeleton
+
+    if output.get("output_type") == "stream":
+        out["text"] = take(f"stream {output.get('name')}", output.get("text", ""))
+    data = output.get("data")
+    if data:
+        out["data"] = dict(data)
+        for mime in TEXT_MIMES:
+            if mime in data and not (mime == HTML_MIME and "tinytf-figure" in str(data[mime])):
+                out["data"][mime] = take(mime, data[mime])
+    return out, taken
+
+
+def compare_measured(ref_outputs: list, new_outputs: list, rtol: float) -> tuple[list, list, list[str]]:
+    """Split the printed text of both output lists; return (ref skeletons, new skeletons, number problems)."""
+    ref_sk, new_sk, ref_nums, new_nums = [], [], [], []
+    for outs, sk, nums in ((ref_outputs, ref_sk, ref_nums), (new_outputs, new_sk, new_nums)):
+        for o in outs:
+            s, t = split_measured_output(o)
+            sk.append(s)
+            nums += t
+    problems = []
+    if [w for w, _ in ref_nums] != [w for w, _ in new_nums]:
+        return ref_sk, new_sk, problems  # the skeletons differ as well: nbval reports that
+    for (where, a), (_, b) in zip(ref_nums, new_nums):
+        if len(a) != len(b):
+            continue  # the skeletons differ (another count of <n>): nbval reports it
+        bad = [(x, y) for x, y in zip(a, b) if not numbers_close(x, y, rtol)]
+        if bad:
+            x, y = bad[0]
+            problems.append(
+                f"{where}: {len(bad)} of {len(a)} measured numbers differ by more than one unit of their last "
+                f"digit or rtol {rtol:g}; first: committed {x.text}, computed {y.text}")
+    return ref_sk, new_sk, problems
+
+
 # ----------------------------------------------------------------------------- hooking into nbval
 def install():
     """Wrap nbval's IPyNbCell.compare_outputs (idempotent)."""
@@ -180,10 +289,14 @@ def install():
 
     def compare_outputs(self, test, ref, skip_compare=None):
         ref_sk, test_sk, problems = compare_figure_outputs(ref, test)
+        rtol = measured_rtol(self.cell.metadata.get("tags"))
+        if rtol is not None:
+            ref_sk, test_sk, measured = compare_measured(ref_sk, test_sk, rtol)
+            problems += measured
         if not original(self, test_sk, ref_sk, skip_compare):
             return False  # skeletons (or any other output) differ: nbval has written the diff
         if problems:
-            self.comparison_traceback = ["Figure numbers differ beyond the tolerance (tests/nbval_figures.py):"]
+            self.comparison_traceback = ["Numbers differ beyond the tolerance (tests/nbval_figures.py):"]
             self.comparison_traceback += problems[:20]
             return False
         return True

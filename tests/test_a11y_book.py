@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import book_browser
-from conftest import IN_CI, ROOT, SCREENSHOTS, book_url, toc_docnames
+from conftest import ROOT, SCREENSHOTS, book_url, require, toc_docnames
 
 DOCS = toc_docnames()
 PAGES = [f"{d}.html" for d in DOCS] + ["search.html", "genindex.html"]
@@ -62,10 +62,7 @@ AXE_RUN = """() => axe.run(document, {resultTypes: ['violations']}).then(r => r.
 
 
 def _axe(page) -> list[str]:
-    if not AXE_JS.is_file():
-        if IN_CI:
-            pytest.fail(f"{AXE_JS} is missing: run `npm ci` (package.json)")
-        pytest.skip(f"{AXE_JS} is missing: run `npm ci` to check the pages with axe-core")
+    require("axe-core")
     if not page.evaluate("() => !!window.axe"):
         page.add_script_tag(path=str(AXE_JS))
     return page.evaluate(AXE_RUN)
@@ -227,19 +224,9 @@ def test_interrupted_animation_raises_no_error(book_server, browser):
 
 
 @pytest.mark.skipif(os.environ.get("TINYTF_A11Y_SLOW") is None, reason="set TINYTF_A11Y_SLOW=1 to time every page")
-def test_report_load_times(book_server, browser):  # pragma: no cover - a measurement, not a check
-    for path in [f"{d}.html" for d in DOCS if d.startswith("chapters/")]:
-        page, _, _, _ = book_browser.open_page(browser, book_url(path), viewport=(1280, 900))
-        print(path, page.evaluate("() => Math.round(performance.getEntriesByType('navigation')[0].loadEventEnd)"))
-        page.context.close()
-
-
 def test_partial_plotly_bundle_is_served(book_html):
     """The book serves plotly.js's cartesian partial bundle (npm), not plotly's 4.8 MB full bundle."""
     js = book_html / "_static" / "plotly.min.js"
-    if not (ROOT / "node_modules" / "plotly.js-cartesian-dist-min").is_dir():
-        if IN_CI:
-            pytest.fail("node_modules/plotly.js-cartesian-dist-min is missing: run `npm ci`")
-        pytest.skip("run `npm ci` for the plotly.js partial bundle")
+    require("plotly.js")
     assert js.stat().st_size < 2_000_000, f"{js} is {js.stat().st_size} bytes: the full bundle?"
     assert Path(book_html / "_static" / "scripts" / "fontawesome.js").stat().st_size < 100_000

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from conftest import require, require_module
 import torch
 
 import tinytf
@@ -124,9 +126,8 @@ def test_a_template_is_not_the_view_of_other_tokens(cases):
 
 
 def _run_node(job: dict) -> dict:
+    require("node")
     node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
     res = subprocess.run([node, str(RUNNER)], input=json.dumps(job), capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout)
@@ -228,8 +229,7 @@ PLOTLY_JS = ROOT / "node_modules" / "plotly.js-cartesian-dist-min" / "plotly-car
 def test_chromium_draws_the_recomputed_figures(browser, tmp_path):
     """In Chromium (plain <script> tags, no network): the page-side apply gives the Python figure and
     plotly draws it, the stepper's frames included, without errors."""
-    if not PLOTLY_JS.exists():
-        pytest.skip("node_modules/plotly.js-cartesian-dist-min is missing (npm ci)")
+    require("plotly.js")
     model = MODELS["induction-2l"]()
     ids = tinytf.encode("zq!", 128)  # the templates are built from "abc"
     labels = token_labels(ids)
@@ -283,7 +283,7 @@ def test_chromium_draws_the_recomputed_figures(browser, tmp_path):
 def test_onnx_outputs_fill_the_templates(tmp_path):
     """The contract with the ONNX export: the outputs of the exported graph (names = trace names, [1, ...])
     fill every template of every book model, and the figures equal the PyTorch views (numbers within 1e-4)."""
-    ort = pytest.importorskip("onnxruntime")
+    ort = require_module("onnxruntime")
     from tinytf.lab.onnx_export import book_models
 
     for key, _, load in book_models():

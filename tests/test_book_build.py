@@ -318,3 +318,19 @@ def test_sanitizer_leaves_parameter_tables_and_causality_outputs_of_chapters_alo
         for out in cell.outputs:
             text = out.get("text") or out.get("data", {}).get("text/plain", "")
             assert _sanitize(text) == text, f"{name} cell {i}: nbval_sanitize.cfg would mask part of this output"
+
+
+EXACT_OUTPUTS = r"parameter_table|count_parameters|causality_(check|sweep)|sweep_report|\.shape\b|encode\(|token_ids"
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_DOCS)
+def test_counted_outputs_are_never_tagged_measured(name):
+    """A cell tagged `measured` has its numbers compared within one unit of the last digit: never for the
+    parameter table, the causality check, shapes or token ids, which must stay exact."""
+    nb = nbformat.read(doc_source(name), as_version=4)
+    for i, cell in enumerate(nb.cells):
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type == "code" and "measured" in tags:
+            assert not re.search(EXACT_OUTPUTS, cell.source), (
+                f"{name} cell {i} is tagged `measured` but prints something counted (parameters, the causality "
+                "check, shapes or token ids): split the measurement into its own cell")

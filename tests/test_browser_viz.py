@@ -35,10 +35,9 @@ TITLE = "() => document.querySelector('[data-test-stepper] .gtitle').textContent
 
 
 def _chromium():
-    from conftest import CHROMIUM
+    from conftest import CHROMIUM, require
 
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found")
+    require("chromium")
     return CHROMIUM
 
 

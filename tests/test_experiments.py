@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 
 import pytest
+
+from conftest import require_module
 import torch
 import torch.nn.functional as F
 
@@ -114,7 +116,7 @@ def test_bad_input_gets_a_clear_message(call, message):
 
 
 def test_gradient_figure_draws_the_measured_numbers():
-    pytest.importorskip("plotly")
+    require_module("plotly")
     from tinytf.viz.gradients import layer_profile_figure
 
     profiles = ex.depth_sweep(SMALL, depths=(2, 3), seeds=(0,), batch=2, seq_len=4)

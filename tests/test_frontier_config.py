@@ -6,6 +6,8 @@ import json
 import re
 
 import pytest
+
+from conftest import require_module
 import torch
 
 import tinytf
@@ -176,7 +178,7 @@ def test_gemma_local_and_global_layers_get_their_own_rope_base():
 
 
 def test_llama3_rope_scaling_matches_transformers():
-    transformers = pytest.importorskip("transformers")
+    transformers = require_module("transformers")
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
     from tinytf.positions import scaled_inv_freq

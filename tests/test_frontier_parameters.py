@@ -2,6 +2,8 @@
 the published figures where they are known, and transformers' own model built on the meta device from the
 same dict (the ground truth) for every shipped config."""
 import pytest
+
+from conftest import require_module
 import torch
 
 import tinytf
@@ -44,7 +46,7 @@ def test_moe_active_parameters_by_hand():
 
 @pytest.mark.parametrize("name", PUBLISHED_CONFIGS)
 def test_counts_equal_transformers_on_meta(name):
-    transformers = pytest.importorskip("transformers")
+    transformers = require_module("transformers")
     d = {k: v for k, v in published_config(name).items() if k not in ("quantization_config",)}
     hf_cfg = transformers.AutoConfig.for_model(**d)
     with torch.device("meta"):

@@ -2,12 +2,14 @@
 (within 1e-4), the same attention weights, and the same greedy generation with tinytf's KV cache.
 Nothing is downloaded: each HF model is built from a config with ``transformers`` (a test-only dependency)."""
 import pytest
+
+from conftest import require_module
 import torch
 
 import tinytf
 from tinytf.generation import generate
 
-transformers = pytest.importorskip("transformers")
+transformers = require_module("transformers")
 
 SMALL = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False)

@@ -11,16 +11,18 @@ from __future__ import annotations
 import pytest
 
 import lab_session as lab  # scripts/lab_session.py (tests/conftest.py puts scripts/ on sys.path)
+from conftest import require, unavailable  # noqa: E402
 
 STAGE = 4  # 0-based: "5 scores"
 
 
 @pytest.fixture(scope="module")
 def jupyterlab():
+    require("jupyterlab", "chromium", "playwright")
     try:
         server = lab.LabServer()
     except (RuntimeError, OSError) as err:
-        pytest.skip(f"JupyterLab cannot start here: {err}")
+        unavailable(f"JupyterLab cannot start here: {err}")
     yield server
     server.stop()
 

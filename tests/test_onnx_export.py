@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from conftest import require, require_module
 import torch
 
 import tinytf
@@ -22,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import static_assets  # noqa: E402  (scripts/static_assets.py)
 
-ort = pytest.importorskip("onnxruntime")
-onnx = pytest.importorskip("onnx")
+ort = require_module("onnxruntime")
+onnx = require_module("onnx")
 
 LENGTHS = (1, 3, 8, 17)  # and each model's max_seq_len
 # float32: two runtimes sum in different orders, so values of size ~30 (scores, late-layer FFN hiddens) differ
@@ -33,6 +35,7 @@ TOLERANCE = 1e-5
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory):
     """write_assets() twice into a temporary _static: (first result, second result, models dir, ort dir, mtimes)."""
+    require("onnxruntime-web")
     base = tmp_path_factory.mktemp("static")
     models_dir, ort_dir = base / "models", base / "ort"
     try:
@@ -78,7 +81,7 @@ def test_untrained_is_the_panels_seed_0_model_and_leaves_the_rng_alone():
 
 
 def test_labels_are_the_live_panels_weights_menu():
-    panel = pytest.importorskip("tinytf.viz.panel")
+    panel = require_module("tinytf.viz.panel")
     labels = [label for _, label, _ in book_models()]
     assert labels[0] == "untrained (seed 0)"
     assert labels[1:] == list(panel._discover_checkpoints())

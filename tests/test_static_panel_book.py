@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import book_browser
-from conftest import book_url
+from conftest import book_url, require
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_bindings import diff  # noqa: E402  (one comparison of plain figures for the binding tests and these)
@@ -59,6 +59,7 @@ IDLE = f"""() => {{ const p = document.querySelector('{PANEL}')._tinytfPanel;
 
 @pytest.fixture(scope="module")
 def page(book_server, browser):
+    require("onnxruntime-web")
     page, errors, remote, loaded = book_browser.open_page(browser, book_url(PAGE))
     book_browser.settle(page)
     page.errors, page.remote, page.loaded_at_start = errors, remote, list(loaded)
