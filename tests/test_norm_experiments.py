@@ -83,7 +83,8 @@ def test_mean_shares_of_random_vectors_match_the_formula():
     shares = ne.mean_shares(model, torch.randint(0, 256, (4, 64)))
     assert set(shares) == {"blocks.0.norm1", "blocks.0.norm2", "final_norm"}
     # embeddings are random N(0, 0.02^2) vectors: |mean| / RMS is about sqrt(2 / (pi C))
-    assert shares["blocks.0.norm1"] == pytest.approx(math.sqrt(2 / (math.pi * 256)), rel=0.15)
+    assert shares["blocks.0.norm1"]["mean_share"] == pytest.approx(math.sqrt(2 / (math.pi * 256)), rel=0.15)
+    assert shares["blocks.0.norm1"]["rms"] == pytest.approx(0.02, rel=0.1)
 
 
 def test_fixed_scale_norms_divide_by_the_average_size():

@@ -203,17 +203,17 @@ def _spread(s: float) -> str:
 
 @torch.no_grad()
 def mean_shares(model: nn.Module, ids) -> dict:
-    """For every norm of ``model`` (by module name): the mean over tokens of |mean(x)| / RMS(x) of the vector x
-    that norm receives on ``ids``. This is the share of a token's size that LayerNorm's centring removes and
-    RMSNorm keeps (0: already centred; 1: a constant vector). For random vectors of C independent features it is
-    about sqrt(2 / (pi C))."""
+    """For every norm of ``model`` (by module name), two averages over the tokens of ``ids`` of the vector x that
+    norm receives: ``"mean_share"``, |mean(x)| / RMS(x), the share of a token's size that LayerNorm's centring
+    removes and RMSNorm keeps (0: already centred; 1: a constant vector; about sqrt(2 / (pi C)) for random
+    vectors of C independent features), and ``"rms"``, RMS(x), the size of what the norm receives."""
     found, handles = {}, []
     for name, module in model.named_modules():
         if isinstance(module, _NORM_TYPES):
             def hook(_module, inputs, _output, name=name):
                 x = inputs[0].float()
                 rms = x.pow(2).mean(-1).sqrt().clamp_min(1e-12)
-                found[name] = (x.mean(-1).abs() / rms).mean().item()
+                found[name] = {"mean_share": (x.mean(-1).abs() / rms).mean().item(), "rms": rms.mean().item()}
             handles.append(module.register_forward_hook(hook))
     if not handles:
         raise TinyTFInputError("mean_shares: the model has no RMSNorm or LayerNorm")
