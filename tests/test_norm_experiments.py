@@ -1,0 +1,118 @@
+"""tinytf.lab.norm_experiments: chapter 3's measurements (norms in a deep stack, the mean LayerNorm removes)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import tinytf
+from tinytf.lab import norm_experiments as ne
+
+SMALL = tinytf.TinyConfig(d_model=32, n_heads=4, d_ff=128, n_layers=3)
+
+
+def _model(cfg=SMALL, seed=0):
+    torch.manual_seed(seed)
+    return tinytf.TinyTransformer(cfg)
+
+
+def test_remove_norms_replaces_every_norm_by_the_identity():
+    model = ne.remove_norms(_model())
+    assert not any(isinstance(m, (tinytf.RMSNorm, tinytf.LayerNorm)) for m in model.modules())
+    x = torch.randn(2, 3, 32)
+    assert torch.equal(model.blocks[0].norm1(x), x) and torch.equal(model.final_norm(x), x)
+    _, trace = model.run_with_trace(torch.tensor([[1, 2, 3]]))
+    assert "blocks.0.norm1.out" in trace  # the hook a norm has is still there
+
+
+def test_build_stack_chooses_the_norm():
+    for norm, kind in (("rms", tinytf.RMSNorm), ("layer", tinytf.LayerNorm), ("none", ne.NoNorm)):
+        model = ne.build_stack(norm, 2, d_model=32)
+        assert isinstance(model.blocks[1].norm2, kind) and isinstance(model.final_norm, kind)
+    # same seed, same weights whatever the norm (the norms have gamma = 1 and no beta)
+    a, b = ne.build_stack("rms", 2, seed=3, d_model=32), ne.build_stack("none", 2, seed=3, d_model=32)
+    assert torch.equal(a.blocks[0].ffn.gate.weight, b.blocks[0].ffn.gate.weight)
+
+
+def test_swap_norms_keeps_gamma_and_changes_only_the_centring():
+    model = _model()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, tinytf.RMSNorm):
+                m.weight.normal_()
+    swapped = ne.swap_norms(model, "layer")
+    assert isinstance(model.blocks[0].norm1, tinytf.RMSNorm), "the original is left alone"
+    ln, rms = swapped.blocks[0].norm1, model.blocks[0].norm1
+    assert isinstance(ln, tinytf.LayerNorm) and ln.bias is None and torch.equal(ln.weight, rms.weight)
+    x = torch.randn(4, 32) + 0.5
+    with torch.no_grad():
+        assert torch.allclose(ln(x), rms(x - x.mean(-1, keepdim=True)), atol=1e-5)
+    back = ne.swap_norms(swapped, "rms")
+    assert isinstance(back.final_norm, tinytf.RMSNorm)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.no_grad():
+        assert torch.allclose(back(ids), model(ids), atol=1e-6)
+
+
+def test_depth_profile_measures_what_measure_layers_measures():
+    p = ne.depth_profile("rms", n_layers=3, seeds=(0, 1), d_model=32, batch=2, seq_len=4)
+    assert len(p.activation_rms) == 2 and len(p.activation_rms[0]) == 3
+    model = ne.build_stack("rms", 3, seed=1, d_model=32)
+    torch.manual_seed(10_001)
+    ids, targets = torch.randint(0, 256, (2, 4)), torch.randint(0, 256, (2, 4))
+    stream = torch.randn(2, 4, 32)
+    m = tinytf.experiments.measure_layers(model, ids, targets, stream)
+    assert p.grad_norm[1] == pytest.approx(m.grad_norm, rel=1e-6)
+    assert p.median("activation_rms") == pytest.approx(
+        [0.5 * (a + b) for a, b in zip(*p.activation_rms)], rel=1e-9)
+
+
+def test_without_a_norm_a_large_init_overflows_and_with_one_it_does_not():
+    none = ne.depth_profile("none", n_layers=8, seeds=(0,), init_std=1 / 8, batch=2, seq_len=8)
+    rms = ne.depth_profile("rms", n_layers=8, seeds=(0,), init_std=1 / 8, batch=2, seq_len=8)
+    assert none.first_overflow() is not None and rms.first_overflow() is None
+    assert all(math.isfinite(g) for g in rms.grad_norm[0])
+    table = ne.format_depth_table([none, rms], "activation_rms", blocks=(0, 7))
+    assert "inf" in table or "nan" in table
+    assert table.splitlines()[0].split() == ["after", "block", "no", "norm", "RMSNorm"]
+
+
+def test_mean_shares_of_random_vectors_match_the_formula():
+    model = _model(tinytf.TinyConfig(d_model=256, n_heads=4, d_ff=64, n_layers=1))
+    shares = ne.mean_shares(model, torch.randint(0, 256, (4, 64)))
+    assert set(shares) == {"blocks.0.norm1", "blocks.0.norm2", "final_norm"}
+    # embeddings are random N(0, 0.02^2) vectors: |mean| / RMS is about sqrt(2 / (pi C))
+    assert shares["blocks.0.norm1"]["mean_share"] == pytest.approx(math.sqrt(2 / (math.pi * 256)), rel=0.15)
+    assert shares["blocks.0.norm1"]["rms"] == pytest.approx(0.02, rel=0.1)
+
+
+def test_fixed_scale_norms_divide_by_the_average_size():
+    model = _model()
+    ids = torch.randint(0, 256, (2, 6))
+    fixed = ne.fixed_scale_norms(model, ids)
+    norm = fixed.blocks[0].norm1
+    assert isinstance(norm, ne.FixedScaleNorm)
+    _, trace = model.run_with_trace(ids)
+    stream = trace["embed"] if "embed" in trace else None
+    if stream is not None:
+        expected = (stream.pow(2).mean(-1) + 1e-5).sqrt().mean().item()
+        assert norm.scale == pytest.approx(expected, rel=1e-5)
+    x = torch.randn(3, 32)
+    with torch.no_grad():
+        assert torch.allclose(norm(x), x / norm.scale, atol=1e-6)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ne.build_stack("batch", 2), "norm must be one of"),
+    (lambda: ne.depth_profile("rms", 2, seeds=()), "at least one seed"),
+    (lambda: ne.depth_profile("rms", 0), "positive integer"),
+    (lambda: ne.swap_norms(_model(), "batch"), "'layer' or 'rms'"),
+    (lambda: ne.format_depth_table([], "grad_norm"), "at least one profile"),
+    (lambda: ne.format_depth_table([ne.depth_profile("rms", 2, seeds=(0,), d_model=32, batch=1, seq_len=2)],
+                                   "loss"), "activation_rms"),
+    (lambda: ne.mean_shares(torch.nn.Linear(2, 2), torch.zeros(1, 2)), "no RMSNorm or LayerNorm"),
+])
+def test_bad_input_gets_a_clear_message(call, message):
+    with pytest.raises(tinytf.TinyTFInputError, match=message):
+        call()

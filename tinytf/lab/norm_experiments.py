@@ -1,0 +1,273 @@
+"""What a norm does in a deep stack, and what LayerNorm's mean subtraction adds (chapter 3).
+
+Two questions, each answered on real ``TinyTransformer`` forward and backward passes:
+
+* **Without a norm, what goes wrong?** ``depth_profile`` builds a deep pre-norm stack whose norms are
+  ``"rms"``, ``"layer"`` or ``"none"`` (every norm replaced by the identity, :class:`NoNorm`), feeds random
+  vectors of RMS 1 into block 0 and reads, block by block, the size of the residual stream and of each block's
+  weight gradient, for several seeds (``tinytf.experiments.measure_layers`` does the measuring).
+* **Is the re-centring worth it?** ``mean_shares`` measures, at every norm of a model, how large the per-token
+  mean is compared with the vector's root mean square: the part LayerNorm removes and RMSNorm keeps.
+  ``swap_norms`` replaces every RMSNorm by a LayerNorm with the same gain (or the reverse), so the same trained
+  weights can be evaluated with and without the re-centring; ``fixed_scale_norms`` keeps the centring choice but
+  divides every token by one constant per norm instead of by its own size, which removes the re-scaling.
+
+    profiles = [depth_profile(norm, n_layers=48, init_std=1 / 8) for norm in ("none", "layer", "rms")]
+    print(format_depth_table(profiles, "activation_rms", blocks=(0, 1, 2, 3, 4, 5, 47)))
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from ..config import TinyConfig
+from ..errors import TinyTFInputError
+from ..hooks import Hook
+from ..models import TinyTransformer, init_weights
+from ..norms import LayerNorm, OffsetRMSNorm, RMSNorm
+from .experiments import measure_layers, one_thread
+
+NORM_CHOICES = ("none", "layer", "rms")
+_NORM_TYPES = (RMSNorm, LayerNorm, OffsetRMSNorm)
+
+
+class NoNorm(nn.Module):
+    """The identity in a norm's place (experiments only). It keeps a norm's ``hook_out``, so traces still
+    have a ``...norm1.out`` entry: the unnormalised stream the sublayer now reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.hook_out = Hook()
+
+    def forward(self, x):
+        return self.hook_out(x)
+
+
+def _replace(model: nn.Module, make) -> nn.Module:
+    """Replace, in place, every norm module ``m`` of ``model`` by ``make(m)``; return ``model``."""
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, _NORM_TYPES):
+                setattr(parent, name, make(child))
+    return model
+
+
+def remove_norms(model: nn.Module) -> nn.Module:
+    """Replace every norm of ``model`` (both per block and the final one) by :class:`NoNorm`, in place."""
+    return _replace(model, lambda _: NoNorm())
+
+
+def swap_norms(model: nn.Module, to: str) -> nn.Module:
+    """A copy of ``model`` whose every RMSNorm became a LayerNorm (``to="layer"``), or whose every LayerNorm
+    became an RMSNorm (``to="rms"``), with the same gain gamma and eps. A LayerNorm's beta, if it has one, is
+    dropped by ``to="rms"``. With the same gamma the two differ only by the mean subtraction (and beta)."""
+    if to not in ("layer", "rms"):
+        raise TinyTFInputError(f"swap_norms: to must be 'layer' or 'rms', got {to!r}")
+    source = RMSNorm if to == "layer" else LayerNorm
+
+    def make(norm):
+        if not isinstance(norm, source):
+            return norm
+        d = norm.weight.shape[0]
+        new = LayerNorm(d, norm.eps, bias=False) if to == "layer" else RMSNorm(d, norm.eps)
+        with torch.no_grad():
+            new.weight.copy_(norm.weight)
+        return new
+
+    return _replace(copy.deepcopy(model), make)
+
+
+def build_stack(norm: str, n_layers: int, seed: int = 0, init_std: float | None = None, d_model: int = 64,
+                n_heads: int = 4) -> TinyTransformer:
+    """A pre-norm TinyTransformer with ``n_layers`` blocks (SwiGLU with d_ff = 4 d_model, RoPE, no biases) whose
+    norms are ``norm``: "rms", "layer" (LayerNorm without beta) or "none" (:class:`NoNorm`). Weights drawn
+    after ``torch.manual_seed(seed)``; ``init_std`` None keeps tinytf's initialisation (std 0.02)."""
+    if norm not in NORM_CHOICES:
+        raise TinyTFInputError(f"norm must be one of {', '.join(map(repr, NORM_CHOICES))}; got {norm!r}")
+    cfg = TinyConfig(d_model=d_model, n_heads=n_heads, d_ff=4 * d_model, n_layers=n_layers,
+                     norm="rms" if norm == "none" else norm)
+    torch.manual_seed(seed)
+    model = TinyTransformer(cfg)
+    if init_std is not None:
+        init_weights(model, init_std)
+    return remove_norms(model) if norm == "none" else model
+
+
+@dataclass
+class DepthProfile:
+    """One kind of norm in one deep stack, measured once per seed."""
+
+    norm: str
+    n_layers: int
+    init_std: float
+    seeds: tuple
+    activation_rms: list = field(default_factory=list)  # per seed: per block, RMS of the stream leaving it
+    grad_norm: list = field(default_factory=list)  # per seed: per block, L2 norm of its weight gradient
+    loss: list = field(default_factory=list)  # per seed
+
+    def median(self, what: str) -> list:
+        """Per block, the median over seeds of ``what`` ("activation_rms" or "grad_norm"); inf or nan as
+        measured when the stack overflowed."""
+        rows = getattr(self, what)
+        return [_median(col) for col in zip(*rows)]
+
+    def spread(self, what: str, blocks) -> float:
+        """Largest relative distance of any seed's value from the median, over the finite entries of
+        ``blocks`` (0 when there is one seed; nan when no entry is finite)."""
+        rows, mid = getattr(self, what), self.median(what)
+        gaps = [abs(row[b] - mid[b]) / abs(mid[b]) for b in blocks for row in rows
+                if math.isfinite(mid[b]) and mid[b] != 0 and math.isfinite(row[b])]
+        return max(gaps) if gaps else float("nan")
+
+    def first_overflow(self) -> int | None:
+        """The first block after which the stream is no longer finite in some seed (None: finite throughout)."""
+        bad = [next((i for i, v in enumerate(row) if not math.isfinite(v)), None) for row in self.activation_rms]
+        bad = [b for b in bad if b is not None]
+        return min(bad) if bad else None
+
+
+def _median(values) -> float:
+    values = sorted(values, key=lambda v: (math.isnan(v), v))  # nan last
+    finite = [v for v in values if not math.isnan(v)]
+    if len(finite) < len(values):
+        return float("nan")
+    return finite[len(finite) // 2] if len(finite) % 2 else 0.5 * (finite[len(finite) // 2 - 1]
+                                                                      + finite[len(finite) // 2])
+
+
+def depth_profile(norm: str, n_layers: int = 48, seeds=(0, 1, 2), init_std: float | None = None,
+                  d_model: int = 64, batch: int = 4, seq_len: int = 16) -> DepthProfile:
+    """Measure a freshly built ``build_stack(norm, n_layers, seed, init_std, d_model)`` once per seed: random
+    token ids and next-token targets, with the stream entering block 0 replaced by random vectors of RMS 1 (as
+    in chapter 5), one forward and backward pass. Runs on one thread and leaves the caller's random state alone.
+    Overflow is measured, not hidden: a stack that overflows float32 reports inf/nan from that block on."""
+    if not seeds:
+        raise TinyTFInputError("depth_profile needs at least one seed")
+    if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
+        raise TinyTFInputError(f"n_layers must be a positive integer, got {n_layers!r}")
+    profile = DepthProfile(norm, n_layers, 0.02 if init_std is None else init_std, tuple(seeds))
+    with torch.random.fork_rng(), one_thread():
+        for seed in seeds:
+            model = build_stack(norm, n_layers, seed, init_std, d_model)
+            torch.manual_seed(10_000 + seed)
+            ids = torch.randint(0, model.config.vocab_size, (batch, seq_len))
+            targets = torch.randint(0, model.config.vocab_size, (batch, seq_len))
+            stream = torch.randn(batch, seq_len, d_model)
+            m = measure_layers(model, ids, targets, stream)
+            profile.activation_rms.append(m.activation_rms)
+            profile.grad_norm.append(m.grad_norm)
+            profile.loss.append(m.loss)
+    return profile
+
+
+LABELS = {"none": "no norm", "layer": "LayerNorm", "rms": "RMSNorm"}
+
+
+def format_depth_table(profiles, what: str = "activation_rms", blocks=None) -> str:
+    """One row per block of ``blocks`` (default: every block), one column per profile: the median over seeds
+    of ``what`` ("activation_rms": RMS of the stream leaving the block; "grad_norm": the block's weight
+    gradient). A last line gives, per column, the largest relative distance of a seed from the median."""
+    if what not in ("activation_rms", "grad_norm"):
+        raise TinyTFInputError(f"what must be 'activation_rms' or 'grad_norm', got {what!r}")
+    if not profiles:
+        raise TinyTFInputError("format_depth_table needs at least one profile")
+    depth = min(p.n_layers for p in profiles)
+    blocks = list(range(depth)) if blocks is None else list(blocks)
+    if any(not 0 <= b < depth for b in blocks):
+        raise TinyTFInputError(f"blocks must lie in [0, {depth}), got {blocks}")
+    head = "after block" if what == "activation_rms" else "block"
+    lines = [f"{head:>11}" + "".join(f"  {LABELS[p.norm]:>10}" for p in profiles)]
+    medians = [p.median(what) for p in profiles]
+    for b in blocks:
+        lines.append(f"{b:>11}" + "".join(f"  {_cell(m[b]):>10}" for m in medians))
+    spreads = [p.spread(what, blocks) for p in profiles]
+    lines.append(f"{'seed spread':>11}" + "".join(f"  {_spread(s):>10}" for s in spreads))
+    return "\n".join(lines)
+
+
+def _cell(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf"
+    return f"{v:.3g}" if v < 1e4 else f"{v:.1e}"
+
+
+def _spread(s: float) -> str:
+    return "-" if math.isnan(s) else f"±{s:.0%}"
+
+
+@torch.no_grad()
+def mean_shares(model: nn.Module, ids) -> dict:
+    """For every norm of ``model`` (by module name), two averages over the tokens of ``ids`` of the vector x that
+    norm receives: ``"mean_share"``, |mean(x)| / RMS(x), the share of a token's size that LayerNorm's centring
+    removes and RMSNorm keeps (0: already centred; 1: a constant vector; about sqrt(2 / (pi C)) for random
+    vectors of C independent features), and ``"rms"``, RMS(x), the size of what the norm receives."""
+    found, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, _NORM_TYPES):
+            def hook(_module, inputs, _output, name=name):
+                x = inputs[0].float()
+                rms = x.pow(2).mean(-1).sqrt().clamp_min(1e-12)
+                found[name] = {"mean_share": (x.mean(-1).abs() / rms).mean().item(), "rms": rms.mean().item()}
+            handles.append(module.register_forward_hook(hook))
+    if not handles:
+        raise TinyTFInputError("mean_shares: the model has no RMSNorm or LayerNorm")
+    try:
+        model(ids)
+    finally:
+        for h in handles:
+            h.remove()
+    return found
+
+
+class FixedScaleNorm(nn.Module):
+    """A norm that divides every token by the same constant ``scale`` instead of by its own RMS (or standard
+    deviation): ``x / scale * gamma`` (``centre``: ``(x - mean) / scale * gamma``; plus beta if given)."""
+
+    def __init__(self, weight, scale: float, centre: bool = False, bias=None):
+        super().__init__()
+        self.weight = nn.Parameter(weight.detach().clone())
+        self.bias = None if bias is None else nn.Parameter(bias.detach().clone())
+        self.scale, self.centre = float(scale), centre
+        self.hook_out = Hook()
+
+    def forward(self, x):
+        if self.centre:
+            x = x - x.mean(-1, keepdim=True)
+        y = x / self.scale * self.weight
+        return self.hook_out(y if self.bias is None else y + self.bias)
+
+
+@torch.no_grad()
+def fixed_scale_norms(model: nn.Module, ids) -> nn.Module:
+    """A copy of ``model`` whose every RMSNorm (LayerNorm) divides by one constant: the mean, over the tokens of
+    ``ids``, of the RMS (standard deviation) that norm computes on them. On average the tokens keep their size;
+    what is lost is the per-token re-scaling, each token's division by its own size."""
+    sizes, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, (RMSNorm, LayerNorm)):
+            def hook(mod, inputs, _output, name=name):
+                x = inputs[0]
+                spread = x.var(-1, unbiased=False) if isinstance(mod, LayerNorm) else x.pow(2).mean(-1)
+                sizes[name] = (spread + mod.eps).sqrt().mean().item()
+            handles.append(module.register_forward_hook(hook))
+    if not handles:
+        raise TinyTFInputError("fixed_scale_norms: the model has no RMSNorm or LayerNorm")
+    try:
+        model(ids)
+    finally:
+        for h in handles:
+            h.remove()
+    new = copy.deepcopy(model)
+    for name, module in list(new.named_modules()):
+        for child_name, child in list(module.named_children()):
+            full = f"{name}.{child_name}" if name else child_name
+            if full in sizes:
+                setattr(module, child_name, FixedScaleNorm(child.weight, sizes[full], isinstance(child, LayerNorm),
+                                                           getattr(child, "bias", None)))
+    return new
