@@ -123,7 +123,7 @@ def test_gradient_figure_draws_the_measured_numbers():
     fig = layer_profile_figure(profiles, quantities=("activation_rms", "grad_norm"))
     assert len(fig.data) == 4  # one line per profile per panel
     assert list(fig.data[0].y) == profiles[0].activation_rms and list(fig.data[3].y) == profiles[1].grad_norm
-    assert list(fig.data[1].x) == [1, 2, 3]
+    assert list(fig.data[1].x) == [0, 1, 2]  # blocks count from 0, as in the trace
     assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis.type == "linear"
     assert fig.data[0].line.color != fig.data[1].line.color  # colour by depth
     with pytest.raises(tinytf.TinyTFInputError):

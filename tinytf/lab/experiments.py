@@ -217,11 +217,11 @@ def depth_sweep(cfg: TinyConfig, depths=(6, 12, 24, 48), **kwargs) -> list:
 
 
 COLUMNS = {  # name: (header, value of a LayerProfile, format)
-    "grad_first": ("grad block 1", lambda p: p.grad_norm[0], ".3g"),
+    "grad_first": ("grad block 0", lambda p: p.grad_norm[0], ".3g"),
     "grad_last": ("grad last", lambda p: p.grad_norm[-1], ".3g"),
     "grad_ratio": ("first/last", lambda p: p.grad_ratio, ".3g"),
     "per_layer": ("per layer", lambda p: p.per_layer_factor, ".3f"),
-    "rms_first": ("RMS block 1", lambda p: p.activation_rms[0], ".3g"),
+    "rms_first": ("RMS block 0", lambda p: p.activation_rms[0], ".3g"),
     "rms_last": ("RMS last", lambda p: p.activation_rms[-1], ".3g"),
     "similarity_last": ("cos last", lambda p: p.token_similarity[-1], ".3f"),
 }
@@ -229,9 +229,9 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format)
 
 def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", "per_layer", "rms_first", "rms_last"),
                     title: str | None = None) -> str:
-    """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first and
-    last block, their ratio, the per-layer factor, the activation RMS leaving the first and last block,
-    and the similarity between positions after the last block."""
+    """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first block
+    (block 0, as in the trace names) and of the last block, their ratio, the per-layer factor, the activation
+    RMS leaving the first and last block, and the similarity between positions after the last block."""
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
         raise TinyTFInputError(f"unknown column(s) {unknown}; choose from {list(COLUMNS)}")

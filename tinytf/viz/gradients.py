@@ -38,7 +38,8 @@ def _describe(key: str, value) -> str:
 
 def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "n_layers",
                          dash_key: str = "residual", title: str = "", log_y=None, height: int = 460) -> go.Figure:
-    """One panel per quantity in ``quantities`` (see ``QUANTITIES``), x = block number (1 = first),
+    """One panel per quantity in ``quantities`` (see ``QUANTITIES``), x = block number (0 = first, as in the trace
+    names ``blocks.0``, ...),
     one line per profile: colour from ``color_key`` and dash from ``dash_key`` (a TinyConfig field
     or "init_std"). Gradient norms use a log axis, because they span orders of magnitude.
     ``log_y``: None (the default of each quantity), True or False for every panel."""
@@ -59,13 +60,13 @@ def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "
             c, d = _attribute(p, color_key), _attribute(p, dash_key)
             values = list(getattr(p, q))
             fig.add_trace(go.Scatter(
-                x=list(range(1, len(values) + 1)), y=values, mode="lines+markers", name=p.label,
+                x=list(range(len(values))), y=values, mode="lines+markers", name=p.label,
                 legendgroup=p.label, showlegend=col == 1,
                 line=dict(color=colours[c], dash=DASHES[dashes[d]], width=2),
                 marker=dict(color=colours[c], symbol=SYMBOLS[dashes[d]], size=5),
                 hovertemplate=f"{p.label}<br>block %{{x}}: %{{y:{fmt}}}<extra></extra>"), row=1, col=col)
         use_log = log_default if log_y is None else log_y
-        fig.update_xaxes(title="block (1 = nearest the input)", row=1, col=col)
+        fig.update_xaxes(title="block (0 = nearest the input)", row=1, col=col)
         fig.update_yaxes(title=axis_title if len(quantities) == 1 else None, type="log" if use_log else "linear",
                          exponentformat="power" if use_log else "none", row=1, col=col)
     fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,

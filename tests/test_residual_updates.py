@@ -1,0 +1,42 @@
+import pytest
+import torch
+
+import tinytf
+from tinytf.lab.residual_updates import format_update_sizes, update_sizes
+
+
+def _model(**kw):
+    tinytf.seed_everything(0)
+    return tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=2, **kw)).eval()
+
+
+def test_update_sizes_read_the_stream_and_the_two_updates():
+    model = _model()
+    ids = tinytf.encode("residual")
+    rows = update_sizes(model, ids)
+    assert [r["block"] for r in rows] == [0, 1]
+    _, tr = model.run_with_trace(ids)
+    for r in rows:
+        b = f"blocks.{r['block']}."
+        assert r["stream"] == pytest.approx(tr[b + "resid_pre"].norm(dim=-1).mean().item())
+        assert r["attn"] == pytest.approx(tr[b + "attn.out"].norm(dim=-1).mean().item())
+        assert r["mid"] == pytest.approx(tr[b + "resid_mid"].norm(dim=-1).mean().item())
+        assert r["ffn"] == pytest.approx(tr[b + "ffn.out"].norm(dim=-1).mean().item())
+        assert r["attn_ratio"] == pytest.approx(r["attn"] / r["stream"])
+        assert r["ffn_ratio"] == pytest.approx(r["ffn"] / r["mid"])
+        # the updates are exactly what the block adds
+        assert torch.equal(tr[b + "resid_mid"], tr[b + "resid_pre"] + tr[b + "attn.out"])
+    assert rows[1]["stream"] == pytest.approx(_model().run_with_trace(ids)[1]["blocks.0.resid_post"].norm(dim=-1).mean().item())
+
+
+def test_table_has_one_line_per_block():
+    rows = update_sizes(_model(), tinytf.encode("abc"))
+    lines = format_update_sizes(rows, title="t").splitlines()
+    assert lines[0] == "t" and "ratio" in lines[1] and len(lines) == 4
+    assert f"{rows[0]['attn_ratio']:.2f}" in lines[2]
+
+
+@pytest.mark.parametrize("kw, message", [({"norm_position": "post"}, "pre-norm"), ({"residual": False}, "residual")])
+def test_other_wirings_get_a_clear_message(kw, message):
+    with pytest.raises(tinytf.TinyTFInputError, match=message):
+        update_sizes(_model(**kw), tinytf.encode("abc"))

@@ -1,0 +1,50 @@
+"""How large is what each sublayer adds to the residual stream, compared with the stream it is added to?
+(chapter 6)
+
+A pre-norm block computes U = H + Attn(Norm1(H)) and H' = U + FFN(Norm2(U)). ``update_sizes`` reads the
+four vectors of every block from one traced forward pass and reports, per block, the mean length (L2 norm
+over the features, averaged over positions) of the stream entering it, of each update, and the ratios
+|Attn(Norm1(H))| / |H| and |FFN(Norm2(U))| / |U|. A ratio well below 1 means the sublayer makes a small
+correction to the stream; a ratio near or above 1 means the update is as long as the stream itself.
+
+    rows = update_sizes(model, tinytf.encode("The cat sat on the mat."))
+    print(format_update_sizes(rows))
+"""
+from __future__ import annotations
+
+from ..errors import TinyTFInputError
+from ..tracing import run_with_trace
+
+
+def _mean_length(t) -> float:
+    return t.detach().norm(dim=-1).mean().item()
+
+
+def update_sizes(model, ids) -> list:
+    """One dict per block: ``block``, ``stream`` (|H|), ``attn`` (|Attn(Norm1(H))|), ``mid`` (|U|),
+    ``ffn`` (|FFN(Norm2(U))|), ``attn_ratio`` (attn / stream) and ``ffn_ratio`` (ffn / mid). Lengths are
+    per position, averaged over positions (and batch). Only the pre-norm wiring, in which these tensors are
+    exactly the stream and the two updates, is accepted."""
+    if getattr(model.config, "norm_position", "pre") != "pre":
+        raise TinyTFInputError(f"update_sizes reads pre-norm blocks (x + F(Norm(x))); this model's norm_position is "
+                               f"{model.config.norm_position!r}, whose traced sublayer outputs are not the updates added")
+    if not model.config.residual:
+        raise TinyTFInputError("update_sizes needs residual connections: without them nothing is added to a stream")
+    names = [f"blocks.{i}.{p}" for i in range(model.config.n_layers) for p in ("resid_pre", "attn.out", "resid_mid", "ffn.out")]
+    _, trace = run_with_trace(model, ids, names=names)
+    rows = []
+    for i in range(model.config.n_layers):
+        b = f"blocks.{i}."
+        stream, attn, mid, ffn = (_mean_length(trace[b + p]) for p in ("resid_pre", "attn.out", "resid_mid", "ffn.out"))
+        rows.append(dict(block=i, stream=stream, attn=attn, mid=mid, ffn=ffn, attn_ratio=attn / stream, ffn_ratio=ffn / mid))
+    return rows
+
+
+def format_update_sizes(rows, title: str | None = None) -> str:
+    """Plain-text table of ``update_sizes`` rows: lengths to 3 significant digits, ratios to 2 decimals."""
+    head = f"{'block':>5}  {'|H|':>7}  {'|attn update|':>13}  {'ratio':>5}  {'|U|':>7}  {'|FFN update|':>12}  {'ratio':>5}"
+    lines = ([title] if title else []) + [head]
+    for r in rows:
+        lines.append(f"{r['block']:>5}  {r['stream']:>7.3g}  {r['attn']:>13.3g}  {r['attn_ratio']:>5.2f}  "
+                     f"{r['mid']:>7.3g}  {r['ffn']:>12.3g}  {r['ffn_ratio']:>5.2f}")
+    return "\n".join(lines)
