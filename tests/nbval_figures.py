@@ -24,8 +24,10 @@ replaced by ``<n>``, runs of spaces collapsed, compared exactly) and its numbers
 of its last printed digit** (``548`` vs ``549``, ``0.31`` vs ``0.32``, ``2.4e-05`` vs ``2.5e-05``) or a relative
 ``MEASURED_RTOL`` of its value, whichever is wider. A tag ``measured-rtol=0.02`` states a wider relative
 tolerance for one cell. A measurement printed at its precision can sit on a rounding boundary, and another CPU
-then prints the neighbouring value at any number of digits: that is the only thing this accepts. A digit glued to
-the end of a name (``blocks.0``, ``x2``, ``W1``) is text, compared exactly.
+then prints the neighbouring value at any number of digits: that is the only thing this accepts. What names
+rather than measures stays exact even there: a digit glued to the end of a name (``blocks.0``, ``x2``, ``W1``), an
+integer after a label word (``block 3``, ``head 0``, ``position 27``, ``step 90``), an integer before a unit of
+count (``48 layers``, ``16 bytes``) and integers inside square brackets (shapes, ids, indices).
 
 Every other output (printed text, tables, the parameter table, the causality check, shapes, token ids, generated
 text: never tag such a cell ``measured``) is left to nbval's exact comparison. The plugin is registered by the repository's top-level ``conftest.py``,
@@ -217,12 +219,38 @@ def measured_rtol(tags) -> float | None:
     return rtol
 
 
+# An integer that names something rather than measures it stays exact even in a measured cell: after a label
+# word ("block 3", "head 0", "position 27", "step 90:"), before a unit of count ("48 layers", "16 bytes"), or
+# inside square brackets (a shape, a list of ids or indices).
+LABEL_BEFORE = re.compile(r"(?i)\b(?:block|head|layer|position|pos|step|token|id|seed|byte|row|column|col|query|key|"
+                          r"offset|pair|group|expert|chapter)s?\s*[=:#]?\s*\(?$")
+COUNT_AFTER = re.compile(r"(?i)^\s*(?:layers?|blocks?|heads?|tokens?|bytes?|positions?|steps?|seeds?|groups?|"
+                         r"experts?|runs?|parameters?|params)\b")
+
+
+def _names_something(text: str, m: re.Match) -> bool:
+    if m.group(3) is not None or m.group(4) is not None or m.group(5) is not None:
+        return False  # decimals or an exponent: a measured value
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    before = text[line_start:m.start()]
+    if before.count("[") > before.count("]"):
+        return True
+    return bool(LABEL_BEFORE.search(before[-24:]) or COUNT_AFTER.match(text[m.end():m.end() + 16]))
+
+
 def split_text(text: str) -> tuple[str, list[Printed]]:
-    """(skeleton, numbers): every number replaced by <n>, runs of spaces and tabs collapsed to one space (a
-    right-aligned column shifts when a value gains a digit)."""
-    numbers = [Printed(m) for m in NUMBER.finditer(text)]
-    skeleton = re.sub(r"[ \t]+", " ", NUMBER.sub("<n>", text))
-    return skeleton, numbers
+    """(skeleton, numbers): every measured number replaced by <n> (integers that name something stay in the
+    skeleton), runs of spaces and tabs collapsed to one space (a right-aligned column shifts when a value gains a
+    digit)."""
+    numbers, parts, last = [], [], 0
+    for m in NUMBER.finditer(text):
+        if _names_something(text, m):
+            continue
+        numbers.append(Printed(m))
+        parts += [text[last:m.start()], "<n>"]
+        last = m.end()
+    parts.append(text[last:])
+    return re.sub(r"[ \t]+", " ", "".join(parts)), numbers
 
 
 def numbers_close(a: Printed, b: Printed, rtol: float) -> bool:

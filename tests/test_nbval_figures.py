@@ -208,3 +208,42 @@ def test_nbval_passes_noise_and_fails_a_one_percent_change(executed_notebook):
     result = run_nbval(folder, changed, "changed.ipynb")
     assert result.returncode == 1 and "Numbers differ beyond the tolerance" in result.stdout, \
         result.stdout[-2000:]
+
+
+# --------------------------------------------------------------------------- measured numbers in printed text
+def measured(ref: str, new: str, tags=("measured",)) -> tuple[bool, list]:
+    """(skeletons equal, number problems) for one stream output of a cell with these tags."""
+    rtol = nf.measured_rtol(list(tags))
+    r = [{"output_type": "stream", "name": "stdout", "text": ref}]
+    n = [{"output_type": "stream", "name": "stdout", "text": new}]
+    ref_sk, new_sk, issues = nf.compare_measured(r, n, rtol)
+    return ref_sk == new_sk, issues
+
+
+def test_a_measured_number_may_move_by_one_unit_of_its_last_digit():
+    assert measured("grad 548   ratio 0.0193\n", "grad 549   ratio 0.0194\n") == (True, [])
+    assert measured("bits per byte 2.03\n", "bits per byte 2.02\n") == (True, [])
+    assert measured("~1e+07\n", "~9e+06\n") == (True, [])
+    assert measured("   9.99 |\n", "  10.00 |\n") == (True, [])  # a column that gains a digit
+
+
+def test_a_measured_number_moved_by_more_fails_and_a_stated_rtol_widens_it():
+    same, issues = measured("grad 548\n", "grad 551\n")
+    assert same and issues and "committed 548, computed 551" in issues[0]
+    assert measured("loss 1.35\n", "loss 1.37\n", ("measured", "measured-rtol=0.02")) == (True, [])
+    assert measured("loss 1.35\n", "loss 1.45\n", ("measured", "measured-rtol=0.02"))[1]
+
+
+def test_what_names_something_stays_exact_in_a_measured_cell():
+    for ref, new in [("block 1 head 1, score 0.53\n", "block 2 head 1, score 0.53\n"),
+                     ("'o' (position 28) weight 0.86\n", "'o' (position 29) weight 0.86\n"),
+                     ("48 layers: 0.0182\n", "49 layers: 0.0182\n"),
+                     ("shape [1, 3, 128], 0.5\n", "shape [1, 3, 129], 0.5\n"),
+                     ("blocks.0.attn 0.5\n", "blocks.1.attn 0.5\n"),
+                     ("converged: True 0.5\n", "converged: False 0.5\n")]:
+        assert not measured(ref, new)[0], (ref, new)
+
+
+def test_untagged_cells_compare_printed_numbers_exactly():
+    assert nf.measured_rtol([]) is None and nf.measured_rtol(["remove-input"]) is None
+    assert nf.measured_rtol(["measured"]) == nf.MEASURED_RTOL
