@@ -33,6 +33,7 @@ def test_nope_layer_sees_the_prefix_as_a_set():
     for pos in ("rope", "none"):
         torch.manual_seed(0)
         model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=1, d_ff=64, pos=pos))
+        tinytf.init_weights(model, std=0.3)  # larger than at initialisation, so that positions matter clearly
         effect[pos] = rb.prefix_order_effect(model, ids, (0, 2))
     assert effect["none"] < 1e-5 < 1e-2 < effect["rope"]
     with pytest.raises(tinytf.TinyTFInputError, match="before the last"):
