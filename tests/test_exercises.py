@@ -174,3 +174,26 @@ def test_sampler_mistakes_name_the_setting():
     assert not no_top_k and "temperature 1.0, top_k 5" in no_top_k.report()
     inverted = E.check("sampler", lambda logits, t, k: torch.softmax(logits * t, -1))
     assert not inverted and "temperature 0.7" in inverted.report()
+
+
+def test_moe_router_mistakes():
+    def no_renorm(logits, k):  # Qwen3-MoE's router without norm_topk_prob: weights do not sum to 1
+        weights, ids = torch.topk(torch.softmax(logits, -1), k, -1)
+        return ids, weights
+
+    def lowest(logits, k):
+        weights, ids = torch.topk(torch.softmax(logits, -1), k, -1, largest=False)
+        return ids, weights / weights.sum(-1, keepdim=True)
+
+    def softmax_of_top_k(logits, k):  # Mixtral's own formula, softmax(TopK(logits)): the same weights
+        top, ids = torch.topk(logits, k, -1)
+        return ids.flip(-1), torch.softmax(top, -1).flip(-1)  # any order of the k experts is fine
+
+    assert not E.check("moe_router", no_renorm)
+    assert not E.check("moe_router", lowest)
+    assert E.check("moe_router", softmax_of_top_k)
+    assert "shapes" in E.check("moe_router", lambda logits, k: E.REFERENCE["moe_router"](logits, k + 1)).report()
+    assert "expected a pair" in E.check("moe_router", lambda logits, k: logits).report()
+    same_twice = E.check("moe_router", lambda logits, k: (torch.zeros(*logits.shape[:-1], k, dtype=torch.long),
+                                                         torch.full((*logits.shape[:-1], k), 0.5)))
+    assert not same_twice and "different experts" in same_twice.report()

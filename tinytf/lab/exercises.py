@@ -65,6 +65,9 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("sampler", 10, "sampler(logits, temperature, top_k)", "probabilities [B, V], each row summing to 1",
              "softmax(logits / temperature), then zero every token below the k-th largest (top_k=None: keep all) "
              "and renormalise"),
+    Exercise("moe_router", 10, "top_k_router(logits, k)", "(ids, weights), each [B, T, k]",
+             "Mixtral's router: softmax over the E experts, keep the k largest probabilities, divide them by their "
+             "sum; ids are the chosen experts (any order)"),
     Exercise("kv_cache_step", 10, "kv_cache_step(q, k_past, v_past, k_new, v_new)", "z: [B, H, 1, D]",
              "append the new key and value to the past ones, then one query attends to all of them (no mask needed)"),
 )}
@@ -334,6 +337,33 @@ def _check_sampler(name, fn, tol):
                                        f"max error < {tol:.0e}")
 
 
+def _check_moe_router(name, fn, tol):
+    from ..tokens import encode
+
+    model = _nudge(_model(n_experts=8, experts_per_token=2, d_expert=32), 0.3)
+    with torch.no_grad():
+        _, tr = model.run_with_trace(encode("route each token"), names=["blocks.0.ffn.router_logits",
+                                                                        "blocks.0.ffn.router_topk"])
+    logits, chosen = tr["blocks.0.ffn.router_logits"], tr["blocks.0.ffn.router_topk"]
+    E, k = logits.shape[-1], chosen.ids.shape[-1]
+    want = torch.zeros_like(logits).scatter(-1, chosen.ids, chosen.weights)  # [B, T, E]: 0 for unchosen experts
+    got, fail = _call(name, fn, logits, k)
+    if fail is not None:
+        return fail
+    if not (isinstance(got, (tuple, list)) and len(got) == 2):
+        return CheckResult(name, "failed", f"your function returned {type(got).__name__}, expected a pair "
+                                           f"(ids, weights), each of shape {list(chosen.ids.shape)}")
+    ids, weights = (torch.as_tensor(x) for x in got)
+    if list(ids.shape) != list(chosen.ids.shape) or list(weights.shape) != list(chosen.ids.shape):
+        return CheckResult(name, "failed", f"shapes {list(ids.shape)} and {list(weights.shape)}, expected "
+                                           f"{list(chosen.ids.shape)} each (batch, position, k = {k})")
+    ids = ids.long()
+    if ids.min() < 0 or ids.max() >= E or (ids.sort(-1).values.diff(dim=-1) == 0).any():
+        return CheckResult(name, "failed", f"ids must be {k} different experts in 0..{E - 1} for every token")
+    dense = torch.zeros_like(logits, dtype=torch.float32).scatter(-1, ids, weights.float())
+    return compare(name, dense, want, ("batch", "position", "expert"), tol)
+
+
 _CHECKS = {
     "rope": _check_rope,
     "causal_attention": _check_causal_attention,
@@ -344,6 +374,7 @@ _CHECKS = {
     "parameter_count": _check_parameter_count,
     "cross_attention": _check_cross_attention,
     "grouped_query_attention": _check_gqa,
+    "moe_router": _check_moe_router,
     "kv_cache_step": _check_kv_cache_step,
     "sampler": _check_sampler,
 }
@@ -424,9 +455,16 @@ def _ref_sampler(logits, temperature, top_k):
     return torch.softmax(scaled, dim=-1)
 
 
+def _ref_moe_router(logits, k):
+    probs = torch.softmax(logits, dim=-1)
+    weights, ids = torch.topk(probs, k, dim=-1)
+    return ids, weights / weights.sum(dim=-1, keepdim=True)
+
+
 REFERENCE = {
     "rope": _ref_rope, "causal_attention": _ref_causal_attention, "rmsnorm": _ref_rmsnorm, "swiglu": _ref_swiglu,
     "post_norm_block": _ref_post_norm_block, "pre_norm_block": _ref_pre_norm_block,
     "parameter_count": _ref_parameter_count, "cross_attention": _ref_cross_attention,
     "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step, "sampler": _ref_sampler,
+    "moe_router": _ref_moe_router,
 }
