@@ -1,4 +1,4 @@
-"""The second half of the per-page audit of tests/test_a11y_book.py (every other page): the same checks, in a file
+"""The second half of the per-page audit of tests/browser/test_a11y_book.py (every other page): the same checks, in a file
 of its own so that `make test`'s two pytest-xdist workers (--dist loadfile) each audit half of the book."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The book frame: configuration, the HTML build (warnings are errors) and what it contains,
-checked without a browser. tests/test_book_browser.py looks at the same pages in Chromium."""
+checked without a browser. tests/browser/test_book_browser.py looks at the same pages in Chromium."""
 from __future__ import annotations
 
 import re
