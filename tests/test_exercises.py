@@ -174,3 +174,20 @@ def test_sampler_mistakes_name_the_setting():
     assert not no_top_k and "temperature 1.0, top_k 5" in no_top_k.report()
     inverted = E.check("sampler", lambda logits, t, k: torch.softmax(logits * t, -1))
     assert not inverted and "temperature 0.7" in inverted.report()
+
+
+def test_mean_ablated_block_wrong_answers():
+    def zeroed(x, block, ffn_mean):  # zero-ablation instead of mean-ablation
+        return x + block.attn(block.norm1(x))
+
+    def no_residual(x, block, ffn_mean):  # the mean replaces the whole stream, not the FFN's output
+        return ffn_mean.expand_as(x).clone()
+
+    def ffn_kept(x, block, ffn_mean):  # the mean added on top of the real FFN output
+        u = x + block.attn(block.norm1(x))
+        return u + block.ffn(block.norm2(u)) + ffn_mean
+
+    for wrong in (zeroed, no_residual, ffn_kept):
+        result = E.check("mean_ablated_block", wrong)
+        assert not result and "shape [1, 13, 128] is right" in result.report(), result.report()
+    assert "shape [128], expected [1, 13, 128]" in E.check("mean_ablated_block", lambda x, b, m: m).report()
