@@ -111,3 +111,29 @@ def test_shipped_results_file():
     intact = sum(res["bits"]["intact"]) / 256
     info = tinytf.pretrained.info("text-4l")
     assert abs(intact - info["metrics"]["val_bpb"]) < 0.02  # the same windows bits_per_byte scores
+
+
+def test_induction_score_reads_the_key_after_the_earlier_occurrence():
+    from tinytf import heads
+
+    T, P = 8, 4
+    w = torch.zeros(1, 2, T, T)
+    w[0, :, torch.arange(T), torch.arange(T)] = 1.0  # both heads: attend to self
+    for q in range(P, T):  # head 1: the induction pattern
+        w[0, 1, q] = 0.0
+        w[0, 1, q, q - P + 1] = 1.0
+    assert heads.induction_score(w, P).tolist() == [0.0, 1.0]
+    with pytest.raises(TinyTFInputError):
+        heads.induction_score(w, T)
+
+
+def test_lens_agreement_ends_at_the_model_itself(model, windows):
+    from tinytf import lens
+
+    inputs, targets = windows
+    r = lens.lens_agreement(model, inputs[:2], targets[:2])
+    assert len(r["agree"]) == len(r["bits"]) == 3 and r["agree"][-1] == 1.0
+    bits = A.window_bits(model, inputs[:2], targets[:2]).mean().item()
+    assert r["bits"][-1] == pytest.approx(bits, abs=1e-4)
+    with pytest.raises(TinyTFInputError):
+        lens.lens_agreement(model, inputs[0], targets[0])
