@@ -197,3 +197,20 @@ def test_moe_router_mistakes():
     same_twice = E.check("moe_router", lambda logits, k: (torch.zeros(*logits.shape[:-1], k, dtype=torch.long),
                                                          torch.full((*logits.shape[:-1], k), 0.5)))
     assert not same_twice and "different experts" in same_twice.report()
+
+
+def test_mean_ablated_block_wrong_answers():
+    def zeroed(x, block, ffn_mean):  # zero-ablation instead of mean-ablation
+        return x + block.attn(block.norm1(x))
+
+    def no_residual(x, block, ffn_mean):  # the mean replaces the whole stream, not the FFN's output
+        return ffn_mean.expand_as(x).clone()
+
+    def ffn_kept(x, block, ffn_mean):  # the mean added on top of the real FFN output
+        u = x + block.attn(block.norm1(x))
+        return u + block.ffn(block.norm2(u)) + ffn_mean
+
+    for wrong in (zeroed, no_residual, ffn_kept):
+        result = E.check("mean_ablated_block", wrong)
+        assert not result and "shape [1, 13, 128] is right" in result.report(), result.report()
+    assert "shape [128], expected [1, 13, 128]" in E.check("mean_ablated_block", lambda x, b, m: m).report()

@@ -7,7 +7,8 @@ hooks, tracing, generation) is what a Transformer *is*; the laboratory is what t
   ``train`` (``python -m tinytf train``), ``pretrained`` (the shipped checkpoints);
 * measurements: ``causality``, ``experiments`` (layer-by-layer gradients), ``block_comparison`` (2017 vs
   2026), ``heads`` (head-pattern scores), ``lens`` (the logit lens), ``decoding`` (what generation produced),
-  ``precision`` (printing a number at the precision it supports), ``kv_sharing`` (what grouped and multi-query
+  ``precision`` (printing a number at the precision it supports), ``ablation`` (zero- and mean-ablation of a
+  sublayer), ``kv_sharing`` (what grouped and multi-query
   attention save), ``norm_experiments`` (deep stacks with and without a norm), ``residual_updates`` (each
   sublayer's update against the stream);
 * calculators and readers: ``parameters``, ``cache_memory``, ``review`` (the block reviewer), ``hf``

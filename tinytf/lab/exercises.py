@@ -70,6 +70,9 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "sum; ids are the chosen experts (any order)"),
     Exercise("kv_cache_step", 10, "kv_cache_step(q, k_past, v_past, k_new, v_new)", "z: [B, H, 1, D]",
              "append the new key and value to the past ones, then one query attends to all of them (no mask needed)"),
+    Exercise("mean_ablated_block", 12, "mean_ablated_block(x, block, ffn_mean)", "[B, T, C]",
+             "a pre-norm block whose FFN output is replaced by the vector ffn_mean [C] at every position: "
+             "U = x + attn(norm1(x)); the residual add still happens"),
 )}
 
 
@@ -364,6 +367,20 @@ def _check_moe_router(name, fn, tol):
     return compare(name, dense, want, ("batch", "position", "expert"), tol)
 
 
+def _check_mean_ablated_block(name, fn, tol):
+    from ..tokens import encode
+    from .ablation import MeanAblation
+
+    model = _nudge(_model(), 0.05)
+    ffn_mean = 0.5 * torch.randn(model.config.d_model) + 0.2  # stands in for the FFN's mean output [C]
+    ids = encode("mean ablation")
+    with torch.no_grad():  # tinytf's own mean-ablation, applied through the model's hook points
+        _, intact = model.run_with_trace(ids)
+        _, ablated = model.run_with_trace(ids, patches=MeanAblation({"blocks.0.ffn.out": ffn_mean}).patches())
+    got, fail = _call(name, fn, intact["blocks.0.resid_pre"], model.blocks[0], ffn_mean)
+    return fail if fail is not None else compare(name, got, ablated["blocks.0.resid_post"], STREAM, tol)
+
+
 _CHECKS = {
     "rope": _check_rope,
     "causal_attention": _check_causal_attention,
@@ -377,6 +394,7 @@ _CHECKS = {
     "moe_router": _check_moe_router,
     "kv_cache_step": _check_kv_cache_step,
     "sampler": _check_sampler,
+    "mean_ablated_block": _check_mean_ablated_block,
 }
 assert set(_CHECKS) == set(EXERCISES)
 
@@ -461,10 +479,16 @@ def _ref_moe_router(logits, k):
     return ids, weights / weights.sum(dim=-1, keepdim=True)
 
 
+def _ref_mean_ablated_block(x, block, ffn_mean):
+    u = x + block.attn(block.norm1(x))
+    return u + ffn_mean  # [C] broadcasts over batch and positions
+
+
 REFERENCE = {
     "rope": _ref_rope, "causal_attention": _ref_causal_attention, "rmsnorm": _ref_rmsnorm, "swiglu": _ref_swiglu,
     "post_norm_block": _ref_post_norm_block, "pre_norm_block": _ref_pre_norm_block,
     "parameter_count": _ref_parameter_count, "cross_attention": _ref_cross_attention,
     "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step, "sampler": _ref_sampler,
     "moe_router": _ref_moe_router,
+    "mean_ablated_block": _ref_mean_ablated_block,
 }
