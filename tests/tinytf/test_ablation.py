@@ -13,7 +13,7 @@ from tinytf import textdata
 from tinytf.errors import TinyTFInputError
 from tinytf.lab import ablation as A
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -170,10 +170,19 @@ def test_every_chapter_1_to_10_has_an_exercise():
 
 
 def test_sampler_mistakes_name_the_setting():
-    no_top_k = E.check("sampler", lambda logits, t, k: torch.softmax(logits / t, -1))
-    assert not no_top_k and "temperature 1.0, top_k 5" in no_top_k.report()
-    inverted = E.check("sampler", lambda logits, t, k: torch.softmax(logits * t, -1))
+    no_top_k = E.check("sampler", lambda logits, t, k, p: torch.softmax(logits / t, -1))
+    assert not no_top_k and "temperature 1.0, top_k 5, top_p None" in no_top_k.report()
+    inverted = E.check("sampler", lambda logits, t, k, p: torch.softmax(logits * t, -1))
     assert not inverted and "temperature 0.7" in inverted.report()
+    only_top_k = E.check("sampler", lambda logits, t, k, p: tinytf.next_token_probs(logits, t, k))
+    assert not only_top_k and "temperature 2.0, top_k None, top_p 0.9" in only_top_k.report()
+
+    def top_p_before_temperature(logits, t, k, p):  # the nucleus of the untempered distribution: wrong
+        kept = tinytf.top_p_filter(logits, p) if p is not None else logits
+        return tinytf.next_token_probs(torch.where(torch.isfinite(kept), logits, -torch.inf), t, k)
+    order = E.check("sampler", top_p_before_temperature)
+    assert not order and "temperature 2.0, top_k None, top_p 0.9" in order.report()
+    assert E.check("sampler", lambda logits, t, k, p: tinytf.next_token_probs(logits, t, k, p))
 
 
 def test_moe_router_mistakes():

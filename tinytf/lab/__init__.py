@@ -10,7 +10,8 @@ hooks, tracing, generation) is what a Transformer *is*; the laboratory is what t
   ``precision`` (printing a number at the precision it supports), ``ablation`` (zero- and mean-ablation of a
   sublayer), ``kv_sharing`` (what grouped and multi-query
   attention save), ``norm_experiments`` (deep stacks with and without a norm), ``residual_updates`` (each
-  sublayer's update against the stream);
+  sublayer's update against the stream), ``context_length`` (loss by position past the trained length,
+  position interpolation), ``prefill_decode`` (FLOPs per byte and time per token of the two phases);
 * calculators and readers: ``parameters``, ``cache_memory``, ``review`` (the block reviewer), ``hf``
   (Hugging Face configs and weights), ``interop`` (PyTorch's own modules);
 * the book itself: ``exercises`` (implement-and-check), ``book`` (the Colab/Binder set-up cell),

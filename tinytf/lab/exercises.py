@@ -62,9 +62,10 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "attn.n_heads heads of attn.d_head; no mask, no RoPE"),
     Exercise("grouped_query_attention", 9, "grouped_query_attention(q, k, v)", "z: [B, H, T, D]",
              "k and v have fewer heads than q: query head h uses K/V head h // (H / H_kv); causal mask"),
-    Exercise("sampler", 10, "sampler(logits, temperature, top_k)", "probabilities [B, V], each row summing to 1",
-             "softmax(logits / temperature), then zero every token below the k-th largest (top_k=None: keep all) "
-             "and renormalise"),
+    Exercise("sampler", 10, "sampler(logits, temperature, top_k, top_p)", "probabilities [B, V], each row summing to 1",
+             "divide by the temperature; top_k: set every logit below the k-th largest to -inf; top_p: sort the "
+             "probabilities, keep the smallest set of most likely tokens whose sum reaches p (ties with the last "
+             "kept one too), set the rest to -inf; softmax (None: that filter is off)"),
     Exercise("moe_router", 10, "top_k_router(logits, k)", "(ids, weights), each [B, T, k]",
              "Mixtral's router: softmax over the E experts, keep the k largest probabilities, divide them by their "
              "sum; ids are the chosen experts (any order)"),
@@ -323,20 +324,21 @@ def _check_sampler(name, fn, tol):
     model = _model()
     with torch.no_grad():
         logits = model(encode("The cat sat"))[-1:] * 40  # [1, V]; scaled so that the settings differ clearly
-    settings = [(1.0, None), (0.7, None), (1.0, 5), (0.5, 20)]
-    for temperature, top_k in settings:
-        got, fail = _call(name, fn, logits, temperature, top_k)
+    settings = [(1.0, None, None), (0.7, None, None), (1.0, 5, None), (0.5, 20, None), (2.0, None, 0.9),
+                (5.0, None, 0.5), (5.0, 20, 0.8)]  # nuclei of 6, 12 and (within the top 20) several tokens
+    for temperature, top_k, top_p in settings:
+        got, fail = _call(name, fn, logits, temperature, top_k, top_p)
         if fail is not None:
             return fail
-        want = next_token_probs(logits, temperature=temperature, top_k=top_k)
+        want = next_token_probs(logits, temperature=temperature, top_k=top_k, top_p=top_p)
         result = compare(name, got, want, ("batch", "token"), tol, along="token")
         if not result.passed:
-            result.detail = f"temperature {temperature}, top_k {top_k}: {result.detail}"
+            result.detail = f"temperature {temperature}, top_k {top_k}, top_p {top_p}: {result.detail}"
             if len(result.details) and result.details[0].startswith("tokens that differ"):
                 wrong = result.details[0].split(";")[0]
                 result.details[0] = wrong if len(wrong) < 120 else wrong[:117] + "..."
             return result
-    return CheckResult(name, "passed", f"{len(settings)} settings of temperature and top_k, shape [1, {logits.shape[-1]}], "
+    return CheckResult(name, "passed", f"{len(settings)} settings of temperature, top_k and top_p, shape [1, {logits.shape[-1]}], "
                                        f"max error < {tol:.0e}")
 
 
@@ -465,11 +467,17 @@ def _ref_kv_cache_step(q, k_past, v_past, k_new, v_new):
     return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
 
 
-def _ref_sampler(logits, temperature, top_k):
+def _ref_sampler(logits, temperature, top_k, top_p):
     scaled = logits / temperature
     if top_k is not None:
         kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    if top_p is not None:
+        probs = torch.softmax(scaled, dim=-1)
+        sorted_probs = torch.sort(probs, dim=-1, descending=True).values
+        before = sorted_probs.cumsum(-1) - sorted_probs  # mass of the more likely tokens
+        last = (before < top_p).sum(-1, keepdim=True) - 1  # the last token still needed to reach top_p
+        scaled = scaled.masked_fill(probs < sorted_probs.gather(-1, last), float("-inf"))
     return torch.softmax(scaled, dim=-1)
 
 
