@@ -15,18 +15,13 @@ import tinytf
 from tinytf import interop
 from tinytf.attention import Attention, attention, with_key_padding
 from tinytf.errors import TinyTFInputError
+from tinytf.lab.padding import pad_batch
 
 PAD = 0
 
 
 def pad(seqs):
-    """Right-pad 1-D id tensors with PAD: ids [B, L] and the mask [B, L] (True = padded)."""
-    L = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), L), PAD, dtype=torch.long)
-    mask = torch.ones(len(seqs), L, dtype=torch.bool)
-    for i, s in enumerate(seqs):
-        ids[i, :len(s)], mask[i, :len(s)] = s, False
-    return ids, mask
+    return pad_batch(seqs, PAD)
 
 
 def nudged(model, seed=0, scale=0.1):
@@ -255,3 +250,12 @@ def test_target_mask_with_cache_covers_every_position_so_far(model):
         with pytest.raises(TinyTFInputError, match=r"expected \[2, 6\]"):
             model(src, tgt[:, 5:6], cache=cache, src_padding_mask=src_mask, tgt_padding_mask=tgt_mask[:, 5:6])
     assert (step[:, 0] - full[:, 4]).abs().max() < 1e-5
+
+
+def test_pad_batch():
+    ids, mask = pad_batch([[5, 6], [7, 8, 9]], pad_id=1)
+    assert ids.tolist() == [[5, 6, 1], [7, 8, 9]]
+    assert mask.tolist() == [[False, False, True], [False, False, False]]
+    for bad in ([], [torch.tensor([])], [torch.zeros(2, 2, dtype=torch.long)], torch.zeros(2, 3)):
+        with pytest.raises(TinyTFInputError, match="pad_batch"):
+            pad_batch(bad)

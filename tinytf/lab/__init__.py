@@ -9,7 +9,7 @@ hooks, tracing, generation) is what a Transformer *is*; the laboratory is what t
   2026), ``heads`` (head-pattern scores), ``lens`` (the logit lens), ``decoding`` (what generation produced),
   ``precision`` (printing a number at the precision it supports), ``kv_sharing`` (what grouped and multi-query
   attention save), ``norm_experiments`` (deep stacks with and without a norm), ``residual_updates`` (each
-  sublayer's update against the stream);
+  sublayer's update against the stream), ``padding`` (batches of different lengths and their key-padding masks);
 * calculators and readers: ``parameters``, ``cache_memory``, ``review`` (the block reviewer), ``hf``
   (Hugging Face configs and weights), ``interop`` (PyTorch's own modules);
 * the book itself: ``exercises`` (implement-and-check), ``book`` (the Colab/Binder set-up cell),
