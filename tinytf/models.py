@@ -161,9 +161,9 @@ class EncoderDecoder(Traceable, nn.Module):
     A batch of sequences of different lengths is padded to one length; ``src_padding_mask`` ([S] or [B, S])
     and ``tgt_padding_mask`` ([T] or [B, T]; with a KV cache, every target position so far) are bool, True =
     padded, as PyTorch's key-padding masks. The source mask hides padded source positions from the encoder's
-    self-attention and from every cross-attention (PyTorch's src_ and memory_key_padding_mask); the target
-    mask hides padded target positions from the decoder's self-attention (tgt_key_padding_mask). Outputs at
-    padded positions are computed but meaningless.
+    self-attention and from every cross-attention (PyTorch's ``src_key_padding_mask`` and
+    ``memory_key_padding_mask``); the target mask hides padded target positions from the decoder's
+    self-attention (``tgt_key_padding_mask``). Outputs at padded positions are computed but meaningless.
     """
 
     def __init__(self, cfg: TinyConfig = TinyConfig()):
