@@ -259,3 +259,13 @@ def test_pad_batch():
     for bad in ([], [torch.tensor([])], [torch.zeros(2, 2, dtype=torch.long)], torch.zeros(2, 3)):
         with pytest.raises(TinyTFInputError, match="pad_batch"):
             pad_batch(bad)
+
+
+def test_bad_mask_leaves_the_cache_untouched():
+    attn = Attention(tinytf.TinyConfig(), causal=True).eval()
+    cache = attn.new_cache()
+    with torch.no_grad():
+        attn(torch.randn(1, 3, 128), cache=cache, key_padding_mask=torch.zeros(1, 3, dtype=torch.bool))
+        with pytest.raises(TinyTFInputError, match=r"expected \[1, 4\]"):
+            attn(torch.randn(1, 1, 128), cache=cache, key_padding_mask=torch.zeros(1, 1, dtype=torch.bool))
+    assert cache.length == 3

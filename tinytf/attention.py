@@ -190,10 +190,12 @@ class Attention(nn.Module):
         S counting every key (with a cache: the cached positions too). Returns [B, T, C]."""
         B, T, _ = x.shape
         source = context if self.cross else x
+        offset = cache.length if cache is not None else 0
+        if key_padding_mask is not None:  # checked before the cache grows: every key this call reads
+            key_padding_mask = check_padding_mask(key_padding_mask, B, offset + source.shape[1])
         q = self.hook_q(self.split_heads(self.q_proj(x), self.n_heads))  # [B, H, T, D]
         k = self.hook_k(self.split_heads(self.k_proj(source), self.n_kv_heads))  # [B, H_kv, S, D]
         v = self.hook_v(self.split_heads(self.v_proj(source), self.n_kv_heads))  # [B, H_kv, S, D]
-        offset = cache.length if cache is not None else 0
         q, k = self.norm_qk(q, k)
         q, k = self.rotary(q, k, offset)
         q, k = self.hook_q_rot(q), self.hook_k_rot(k)
@@ -204,8 +206,6 @@ class Attention(nn.Module):
             k = k.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
             v = v.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
         mask = self.mask_fn(T, k.shape[-2], offset, device=x.device) if self.causal else None  # [T, S]
-        if key_padding_mask is not None:
-            key_padding_mask = check_padding_mask(key_padding_mask, B, k.shape[-2])
         mask = with_key_padding(mask, key_padding_mask)  # [T, S], [B, 1, T, S], [B, 1, 1, S] or None
         z, _ = attention(q, k, v, mask, module=self, dropout=self.dropout, scale=self.scale)  # [B, H, T, D]
         z = self.hook_z(z)
