@@ -206,20 +206,24 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
 
 
 @torch.no_grad()
-def generate_seq2seq(model, src, bos: int, max_new_tokens: int, *, use_cache: bool = True) -> torch.Tensor:
+def generate_seq2seq(model, src, bos: int, max_new_tokens: int, *, use_cache: bool = True,
+                     src_padding_mask=None) -> torch.Tensor:
     """Greedy decoding with an EncoderDecoder: encode the source once, then generate target tokens
-    starting from ``bos``. Returns the target ids including bos ([T] or [B, T])."""
+    starting from ``bos``. Returns the target ids including bos ([T] or [B, T]). For a batch of sources of
+    different lengths, pad them and pass ``src_padding_mask`` (bool [B, S], True = padded): it hides the padding
+    from the encoder and from every cross-attention step. The targets grow together, so they need no mask."""
     src, was_1d = check_ids(src, model.config, "src")
     max_new_tokens = whole_number(max_new_tokens, "max_new_tokens", 0)
     bos = whole_number(bos, "bos", 0, model.config.vocab_size)
     check_room(model.decoder.pos, max(max_new_tokens, 1), f"generate_seq2seq: bos + {max_new_tokens} new tokens")
     model.eval()
-    memory = model.encode(src)  # [B, S, C], computed once
+    memory = model.encode(src, src_padding_mask)  # [B, S, C], computed once
     tgt = torch.full((src.shape[0], 1), bos, dtype=torch.long)
     cache = model.new_cache() if use_cache else None
     step_input = tgt
     for _ in range(max_new_tokens):
-        logits = model(None, step_input if use_cache else tgt, cache=cache, memory=memory)[:, -1]
+        logits = model(None, step_input if use_cache else tgt, cache=cache, memory=memory,
+                       src_padding_mask=src_padding_mask)[:, -1]
         nxt = logits.argmax(-1)
         tgt = torch.cat((tgt, nxt[:, None]), dim=1)
         step_input = nxt[:, None]
