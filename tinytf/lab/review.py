@@ -1,12 +1,16 @@
 """The block reviewer: compare a Transformer block's design with the
-Llama-3-style block the book calls "2026" (pre-norm RMSNorm, RoPE, grouped-query attention, SwiGLU, no
-biases) and list every gap, each with one line of why it matters and the chapter that shows it.
+Llama-3-style block (the 2023-24 design of Llama 3, Qwen2 and Mistral, built by ``tinytf.config_2026()``) and
+list every difference ("gap"), each with one line of why it matters and the chapter that shows it.
 
     >>> gaps = review(PUBLISHED["GPT-2 small"])
     >>> print(format_review(gaps, "GPT-2 small"))
 
-The 2026 block (Llama 3, Qwen, Mistral): pre-norm, RMSNorm, RoPE, grouped-query attention,
-a gated FFN (SwiGLU) with expansion ratio between 8/3 and 3.5, and no biases in the linear layers.
+The Llama-3-style block: pre-norm, RMSNorm, RoPE, grouped-query attention, a gated FFN (SwiGLU) with
+expansion ratio between 8/3 and 3.5, and no biases in the linear layers.
+
+``frontier_review`` answers a different question, without a verdict: which features of the chapter "The
+frontier block" (QK-norm, an MLA or sliding-window cache, a mixture of experts) a block does not use. Those
+are design choices with costs of their own, not defects: a released model that lacks one is not behind.
 
 ``review`` takes a :class:`~tinytf.config.TinyConfig`, a dict of block fields, or the name of one of the
 published presets in :data:`PUBLISHED`. A dict describes a block with these keys:
@@ -34,10 +38,11 @@ from ..config import TinyConfig
 from ..errors import TinyTFInputError
 
 __all__ = ["Gap", "review", "format_review", "review_table", "block_fields", "PUBLISHED", "GATED_FFNS", "RATIO_RANGE",
-           "FRONTIER", "FRONTIER_CHAPTER", "frontier_review", "frontier_review_table"]
+           "FRONTIER", "FRONTIER_CHAPTER", "FRONTIER_FEATURES", "FrontierFeature", "frontier_review",
+           "frontier_review_table"]
 
 GATED_FFNS = ("swiglu", "geglu")
-#: expansion ratios d_ff / d_model of 2026 gated FFNs: 8/3 (same parameters as a 4x two-matrix MLP) up to
+#: expansion ratios d_ff / d_model of Llama-3-style gated FFNs: 8/3 (same parameters as a 4x two-matrix MLP) up to
 #: Llama 3's 3.5. A small tolerance admits the rounding real models apply (e.g. 11008 / 4096 = 2.6875).
 RATIO_RANGE = (2.5, 3.6)
 
@@ -72,11 +77,11 @@ PUBLISHED = {
 
 @dataclass(frozen=True)
 class Gap:
-    """One difference from the 2026 block."""
+    """One difference from the Llama-3-style block."""
 
     aspect: str  # what is reviewed, e.g. "norm placement"
     found: str  # what the block has
-    expected: str  # what the 2026 block has
+    expected: str  # what the Llama-3-style block has
     why: str  # one line: why it matters
     chapter: str  # where the book shows it
 
@@ -121,9 +126,9 @@ def _ratio(x: float) -> str:
 
 
 def review(block) -> list:
-    """List the gaps between ``block`` and the 2026 defaults, in the order of the block's data flow
+    """List the gaps between ``block`` and the Llama-3-style defaults, in the order of the block's data flow
     (norm placement, norm type, positions, attention heads, FFN gating, FFN expansion ratio, biases).
-    An empty list means the block already is a 2026 block."""
+    An empty list means the block already is a Llama-3-style block."""
     b = block_fields(block)
     gaps = []
     if b["norm_position"] == "post":
@@ -161,21 +166,36 @@ def review(block) -> list:
                         "a larger r spends parameters on the FFN rather than on depth or width", "chapter 9"))
     if b["bias"]:
         gaps.append(Gap("biases", "biases in the linear layers", "no biases (a Q/K/V bias alone is allowed)",
-                        "biases add parameters and memory traffic, and 2026 models train well without them "
-                        "(Qwen keeps only a Q/K/V bias)", "chapter 9"))
+                        "biases add parameters and memory traffic, and Llama-3-style models train well without them "
+                        "(Qwen2 keeps only a Q/K/V bias)", "chapter 9"))
     return gaps
 
 
 def format_review(gaps, name: str | None = None, target: str = "Llama-3-style") -> str:
     """Plain-text report: one numbered gap per paragraph (found, expected, why, where). ``target`` names the
-    block the gaps are measured from: "Llama-3-style" (review) or "frontier" (frontier_review)."""
+    block the gaps are measured from: "Llama-3-style" (review) or "frontier" (frontier_review, whose entries are
+    reported as the frontier features the block does not use, without a verdict)."""
     title = f"Block review: {name}" if name else "Block review"
+    if target == "frontier" or any(isinstance(g, FrontierFeature) for g in gaps):
+        return _format_frontier(gaps, title)
     if not gaps:
         return f"{title}\nno gaps: this is a {target} block ✅"
     lines = [f"{title}\n{len(gaps)} gap{'s' if len(gaps) != 1 else ''} from the {target} block"]
     for i, g in enumerate(gaps, 1):
         lines += [f"{i}. {g.aspect}: {g.found}", f"   {target}: {g.expected}", f"   why:  {g.why}",
                   f"   see:  {g.chapter}"]
+    return "\n".join(lines)
+
+
+def _format_frontier(absent, title: str) -> str:
+    n = len(FRONTIER_FEATURES)
+    if not absent:
+        return f"{title}\nuses all {n} features of the chapter's frontier block"
+    count = f"{len(absent)} feature{'s' if len(absent) != 1 else ''}"
+    lines = [f"{title}\n{count} of the chapter's frontier block it does not use (of {n} reviewed)"]
+    for i, f in enumerate(absent, 1):
+        lines += [f"{i}. {f.aspect}: {f.found}", f"   the feature: {f.feature}", f"   trade-off:   {f.why}",
+                  f"   see:         {f.chapter}"]
     return "\n".join(lines)
 
 
@@ -213,59 +233,88 @@ def _frontier_presets() -> dict:
 
 
 #: Frontier presets (TinyConfig), from the shipped published configs. Kept apart from PUBLISHED, whose
-#: blocks are the 2017 -> 2026 story.
+#: blocks are the story from the 2017 block to the Llama-3-style block.
 FRONTIER = _frontier_presets()
 
 
+@dataclass(frozen=True)
+class FrontierFeature:
+    """A feature of the chapter's frontier block that a block does not use: a design choice with its own costs,
+    not a defect."""
+
+    aspect: str  # the feature: "QK-norm", "MLA or sliding window", "MoE"
+    found: str  # what the block does instead
+    feature: str  # what the feature is, and which models use it
+    why: str  # one line: what it can buy and what it costs, with its source
+    chapter: str  # where the book shows it
+
+
+#: the features frontier_review looks for, in its order
+FRONTIER_FEATURES = ("QK-norm", "MLA or sliding window", "MoE")
+
+
 def frontier_review(block) -> list:
-    """Gaps between ``block`` and the frontier block: QK-norm, a KV cache that does not grow with every
-    layer's K/V heads (MLA or local sliding-window layers), and a sparse (mixture-of-experts) FFN. Each gap
-    has a one-line reason and points at the chapter "The frontier block". A frontier model need not have
-    every feature (Qwen3 0.6B is dense, Mixtral has no QK-norm): the list says what each design leaves out."""
+    """The features of the chapter's frontier block that ``block`` does not use: QK-norm, a KV cache that
+    does not grow with every layer's K/V heads (MLA or local sliding-window layers), and a sparse
+    (mixture-of-experts) FFN. Each entry says what the block does instead, what the feature is, what it can buy
+    and cost, and points at the chapter "The frontier block". No released model has all three (DeepSeek-V3 has no
+    QK-norm, Gemma 3 no MoE): the list describes a design, it does not grade it."""
     b = block_fields(block)
-    gaps = []
+    absent = []
     if b.get("qk_norm", "none") == "none":
-        gaps.append(Gap("QK-norm", "queries and keys enter q . k unnormalised",
-                        "RMSNorm on each query and key head (Qwen3, Gemma 3; OLMo 2 over all heads)",
-                        "q . k grows with the norms of q and k, and a few exploding logits saturate the softmax and "
-                        "destabilise training; normalising q and k bounds the logits", FRONTIER_CHAPTER))
+        absent.append(FrontierFeature(
+            "QK-norm", "queries and keys enter q . k unnormalised",
+            "RMSNorm on each query and key head before RoPE (Qwen3, Gemma 3; OLMo 2 over all heads)",
+            "growing q . k logits can saturate the softmax; Dehghani et al. (2023) and Wortsman et al. (2024) report "
+            "training instabilities of this kind that normalising q and k removed; it costs two gain vectors per "
+            "layer, and many models train stably without it", FRONTIER_CHAPTER))
     if b.get("mla_kv_rank") is None and b.get("sliding_window") is None:
-        gaps.append(Gap("KV cache per layer", f"every layer caches {b['n_kv_heads']} K/V heads for every position",
-                        "a compressed latent (MLA) or local sliding-window layers",
-                        "MLA caches one small latent per position (DeepSeek-V3: 576 values instead of 32,768); "
-                        "local layers cap their cache at the window, only the global ones grow", FRONTIER_CHAPTER))
+        absent.append(FrontierFeature(
+            "MLA or sliding window", f"every layer caches {b['n_kv_heads']} K/V heads for every position",
+            "a compressed latent (MLA, DeepSeek-V2/V3) or local sliding-window layers (Mistral 7B v0.1, Gemma 2/3)",
+            "MLA caches one small latent per position (DeepSeek-V3: 576 values per layer where 128 full K/V heads "
+            "would need 32,768) and pays with computation per cached position; local layers cap their cache at the "
+            "window and reach farther positions only through other layers", FRONTIER_CHAPTER))
     if not b.get("n_experts"):
-        gaps.append(Gap("sparse FFN", "a dense FFN: every token uses every FFN weight",
-                        "a mixture of experts: a router sends each token to k of E expert FFNs",
-                        "parameters grow with E while the work per token grows only with k (Mixtral 8x7B: 46.7B "
-                        "parameters, 12.9B used per token)", FRONTIER_CHAPTER))
-    return gaps
+        absent.append(FrontierFeature(
+            "MoE", "a dense FFN: every token uses every FFN weight",
+            "a mixture of experts: a router sends each token to k of E expert FFNs (Mixtral, Qwen3-MoE, DeepSeek-V3)",
+            "parameters grow with E while the work per token grows only with k (Mixtral 8x7B: 46.7B parameters, "
+            "12.9B used per token); all E experts must still be held in memory, and the load kept balanced",
+            FRONTIER_CHAPTER))
+    return absent
+
+
+def _frontier_has(b: dict) -> list:
+    """What a block has of the chapter's frontier features (and of its norm placements)."""
+    has = []
+    if b.get("qk_norm", "none") != "none":
+        has.append(f"QK-norm ({b['qk_norm']})")
+    if b.get("mla_kv_rank") is not None:
+        has.append(f"MLA (latent {b['mla_kv_rank']} + RoPE {b['mla_rope_dim']})")
+    if b.get("sliding_window") is not None:
+        types = b.get("layer_types")
+        local = types.count("local") if types else b.get("n_layers", 0)
+        has.append(f"window {b['sliding_window']} on {local}/{b.get('n_layers', '?')} layers")
+    if b.get("n_experts"):
+        has.append(f"MoE {b['experts_per_token']} of {b['n_experts']}"
+                   + (f" + {b['n_shared_experts']} shared" if b.get("n_shared_experts") else ""))
+    if b.get("norm_position") in ("sandwich", "post_sublayer"):
+        has.append(f"{b['norm_position']} norms")
+    return has
 
 
 def frontier_review_table(blocks: dict) -> str:
-    """One row per block: '-' ok, 'GAP' where the frontier review finds one, and what the block uses."""
-    aspects = ["QK-norm", "KV cache per layer", "sparse FFN"]
-    short = ["qk-norm", "kv cache", "moe"]
-    width = max(len(n) for n in blocks)
-    head = f"{'block':<{width}}  " + "  ".join(f"{s:>8}" for s in short) + "  uses"
-    lines = [head, "-" * len(head)]
+    """One row per block: which features of the chapter's frontier block it has (with their settings, and the
+    norm placements of the chapter where a block uses them), and which of the three reviewed features it does
+    not have. A description, not a grade."""
+    rows = []
     for name, block in blocks.items():
-        b = block_fields(block)
-        found = {g.aspect for g in frontier_review(block)}
-        uses = []
-        if b.get("qk_norm", "none") != "none":
-            uses.append(f"QK-norm ({b['qk_norm']})")
-        if b.get("mla_kv_rank") is not None:
-            uses.append(f"MLA (latent {b['mla_kv_rank']} + RoPE {b['mla_rope_dim']})")
-        if b.get("sliding_window") is not None:
-            types = b.get("layer_types")
-            local = types.count("local") if types else b.get("n_layers", 0)
-            uses.append(f"window {b['sliding_window']} on {local}/{b.get('n_layers', '?')} layers")
-        if b.get("n_experts"):
-            uses.append(f"MoE {b['experts_per_token']} of {b['n_experts']}"
-                        + (f" + {b['n_shared_experts']} shared" if b.get("n_shared_experts") else ""))
-        if b.get("norm_position") in ("sandwich", "post_sublayer"):
-            uses.append(f"{b['norm_position']} norms")
-        cells = ["GAP" if a in found else "ok" for a in aspects]
-        lines.append(f"{name:<{width}}  " + "  ".join(f"{c:>8}" for c in cells) + "  " + ", ".join(uses))
+        has = ", ".join(_frontier_has(block_fields(block))) or "-"
+        rows.append((name, has, ", ".join(f.aspect for f in frontier_review(block)) or "-"))
+    width = max(len(n) for n in blocks)
+    has_width = max(len("has"), *(len(r[1]) for r in rows))
+    head = f"{'block':<{width}}  {'has':<{has_width}}  does not have"
+    lines = [head, "-" * (width + has_width + 4 + max(len("does not have"), *(len(r[2]) for r in rows)))]
+    lines += [f"{name:<{width}}  {has:<{has_width}}  {absent}" for name, has, absent in rows]
     return "\n".join(lines)
