@@ -123,3 +123,15 @@ def test_meta_model_allocates_nothing_and_stays_usable():
     model = tinytf.meta_model(TinyConfig())
     assert all(p.is_meta for p in model.parameters())
     assert model(torch.zeros(1, 4, dtype=torch.long, device="meta")).shape == (1, 4, 256)
+
+
+def test_meta_model_skips_initialisation_and_restores_it():
+    """Counting builds on the meta device without running the initialisers, and leaves torch.nn.init intact."""
+    from torch import nn
+
+    before = nn.init.normal_
+    cfg = tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=2, d_ff=64)
+    assert tinytf.count_parameters(cfg) == sum(p.numel() for p in tinytf.TinyTransformer(cfg).parameters())
+    assert nn.init.normal_ is before
+    w = tinytf.TinyTransformer(cfg).blocks[0].attn.q_proj.weight
+    assert 0.01 < float(w.std()) < 0.03  # a real model is still initialised (std 0.02)

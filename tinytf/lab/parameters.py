@@ -2,6 +2,7 @@
 model sizes (Llama 3 8B, GPT-2 small) built on the meta device, so no memory is allocated."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -90,11 +91,28 @@ def format_table(rows, title: str | None = None) -> str:
     return "\n".join(lines)
 
 
+_INIT_FUNCTIONS = ("normal_", "uniform_", "kaiming_uniform_", "xavier_uniform_", "trunc_normal_", "zeros_", "ones_")
+
+
+@contextmanager
+def _skip_init():
+    """Make torch.nn.init's in-place initialisers no-ops: on the meta device they draw nothing, but each call
+    still runs through torch's reference implementations (most of the cost of building a large meta model)."""
+    saved = {name: getattr(nn.init, name) for name in _INIT_FUNCTIONS}
+    for name in _INIT_FUNCTIONS:
+        setattr(nn.init, name, lambda tensor, *args, **kwargs: tensor)
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(nn.init, name, fn)
+
+
 def meta_model(cfg: TinyConfig, kind: str = "decoder"):
     """Build a model on the meta device: shapes only, no memory, no initialisation cost."""
     from ..models import EncoderDecoder, TinyTransformer
 
-    with torch.device("meta"):
+    with torch.device("meta"), _skip_init():
         return (TinyTransformer if kind == "decoder" else EncoderDecoder)(cfg)
 
 
@@ -141,7 +159,7 @@ def exact_layer_params(cfg: TinyConfig) -> dict:
     """Exact per-layer counts by sublayer, from a meta-device block."""
     from ..blocks import DecoderBlock
 
-    with torch.device("meta"):
+    with torch.device("meta"), _skip_init():
         block = DecoderBlock(cfg)
     parts = {"attention": block.attn, "ffn": block.ffn, "norms": nn.ModuleList([block.norm1, block.norm2])}
     out = {k: sum(p.numel() for p in m.parameters()) for k, m in parts.items()}
