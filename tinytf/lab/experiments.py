@@ -252,7 +252,7 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
         lines.append(f"{p.label:<{width}}" + "".join(
             f"  {_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.chaotic):>{w}}" for c, w in zip(columns, widths)))
     if any(p.chaotic for p in profiles):
-        lines.append(f"~ chaotic row: float32 and float64 runs of the same weights differ by more than "
+        lines.append(f"~ ill-conditioned row: float32 and float64 runs of the same weights differ by more than "
                      f"{CHAOS_THRESHOLD:.1%}, so only the order of magnitude (and 2 digits of a factor) is shown")
     return "\n".join(lines)
 
