@@ -321,7 +321,7 @@ def test_sanitizer_leaves_parameter_tables_and_causality_outputs_of_chapters_alo
 
 
 EXACT_OUTPUTS = (r"parameter_table|count_parameters|format_table|causality_(check|sweep)|sweep_report"
-                 r"|print\([^\n]*\.shape\b|print\([^\n]*\bids\b")
+                 r"|print\([^\n]*\.shape\b|print\(\s*(ids|token_ids|tokens)\b")
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_DOCS)

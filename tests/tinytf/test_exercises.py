@@ -164,9 +164,15 @@ def test_unknown_exercise_and_describe():
         assert E.describe(name).startswith(E.EXERCISES[name].signature)
 
 
-def test_every_chapter_1_to_10_has_an_exercise():
-    assert sorted({e.chapter for e in E.EXERCISES.values()}) == list(range(1, 11))
+def test_every_chapter_has_an_exercise_and_each_exercise_sits_in_its_chapter():
+    assert sorted({e.chapter for e in E.EXERCISES.values()}) == list(range(1, 13))
     assert tinytf.exercises is E
+    from conftest import ROOT
+
+    for name, exercise in E.EXERCISES.items():
+        (path,) = (ROOT / "chapters").glob(f"{exercise.chapter:02d}_*.ipynb")
+        assert f'check(\\"{name}\\"' in path.read_text(encoding="utf-8"), (
+            f"exercise {name!r} says chapter {exercise.chapter}, but {path.name} does not check it")
 
 
 def test_sampler_mistakes_name_the_setting():
