@@ -4,7 +4,7 @@ import torch
 
 import tinytf
 from tinytf import TinyConfig, TinyTFInputError
-from tinytf.lab.prefill_decode import step_cost, time_phases
+from tinytf.lab.prefill_decode import Spread, step_cost, time_phases, time_steps
 
 
 def test_step_cost_counts_flops_and_bytes():
@@ -34,3 +34,46 @@ def test_time_phases():
     assert t.prefill_per_token == t.prefill_seconds / 16 and t.ratio == t.decode_per_token / t.prefill_per_token
     with pytest.raises(TinyTFInputError):
         time_phases(model, prompt_len=0)
+
+
+def test_time_phases_spreads():
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(TinyConfig(n_layers=1, d_model=32, n_heads=2, d_ff=64)).eval()
+    t = time_phases(model, prompt_len=16, decode_steps=3, repeats=3)
+    assert len(t.prefill) == 3 and [len(d) for d in t.decode] == [3, 3, 3]
+    assert t.prefill_spread().median == pytest.approx(t.prefill_per_token)
+    assert t.decode_spread().median == pytest.approx(t.decode_per_token)
+    r = t.ratio_spread()
+    assert r.q1 <= r.median <= r.q3
+
+
+def test_spread_and_its_digits():
+    s = Spread.of([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert (s.median, s.q1, s.q3) == (3.0, 2.0, 4.0)
+    assert Spread.of([7.0]) == Spread(7.0, 7.0, 7.0)
+    assert str(Spread.of([2.6, 2.7, 2.71, 2.73, 2.8])) == "2.7 (IQR 2.7–2.7)"  # two significant digits at most
+    assert str(Spread.of([9.0, 10.0, 10.5, 11.0, 12.0])) == "10 (IQR 10–11)"  # the IQR's width sets the last digit
+    assert str(Spread.of([0.087, 0.088, 0.088, 0.089])) == "0.088 (IQR 0.088–0.088)"
+    with pytest.raises(TinyTFInputError):
+        Spread.of([])
+
+
+def test_time_steps_naive_and_cached():
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(TinyConfig(n_layers=1, d_model=32, n_heads=2, d_ff=64, max_seq_len=64)).eval()
+    tokens = torch.randint(0, 256, (40,))
+    st = time_steps(model, tokens, start=8, repeats=3, every=4)
+    assert st.positions == [8, 12, 16, 20, 24, 28, 32, 36]
+    for name in ("naive", "cached"):
+        assert len(st.seconds[name]) == 3 and all(len(run) == 8 for run in st.seconds[name])
+        assert all(x >= 0 for run in st.seconds[name] for x in run)
+        assert len(st.per_step(name)) == 8 and len(st.per_step_spread(name)) == 8
+    band = st.band("naive", 8, 20)
+    assert band.q1 <= band.median <= band.q3
+    assert st.ratio(8, 40).median > 0
+    with pytest.raises(TinyTFInputError):
+        st.band("naive", 100, 200)
+    with pytest.raises(TinyTFInputError):
+        time_steps(model, tokens, start=0)
+    with pytest.raises(TinyTFInputError):
+        time_steps(model, torch.randint(0, 256, (80,)), start=8)  # longer than max_seq_len

@@ -9,17 +9,25 @@ time per token of each phase on a real model.
 
     cost = step_cost(cfg, new=1, past=127)       # decode: about 1 FLOP per byte in float32
     timing = time_phases(model, prompt_len=128)  # seconds per token: prefill vs decode
+    steps = time_steps(model, tokens, start=32)  # every generation step, naive and cached, by position
+
+Every time is processor time (``time.process_time``): the time the processor spent on this program, which other
+programs running at the same time do not inflate, unlike the wall clock. Each is repeated, and reported as a
+``Spread``: the median and the interquartile range (the middle half of the measurements).
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from ..errors import TinyTFInputError
 from .parameters import count_parameters
+
+CLOCK = time.process_time  # processor time of this program: other programs running meanwhile do not count
 
 
 @dataclass(frozen=True)
@@ -54,12 +62,46 @@ def step_cost(cfg, new: int, past: int = 0, bytes_per_value: int = 4) -> StepCos
     return StepCost(new, past, float(flops), float(moved))
 
 
+@dataclass(frozen=True)
+class Spread:
+    """The median of repeated measurements and their interquartile range (q1 to q3: the middle half)."""
+    median: float
+    q1: float
+    q3: float
+
+    @classmethod
+    def of(cls, values) -> "Spread":
+        xs = sorted(float(v) for v in values)
+        if not xs:
+            raise TinyTFInputError("Spread.of: no measurements")
+        if len(xs) == 1:
+            return cls(xs[0], xs[0], xs[0])
+        q1, q2, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+        return cls(q2, q1, q3)
+
+    def scaled(self, factor: float) -> "Spread":
+        return Spread(self.median * factor, self.q1 * factor, self.q3 * factor)
+
+    def decimals(self) -> int:
+        """Decimal places the spread supports: two significant digits of the median, fewer when the IQR is
+        wider than the second digit (then the place of the IQR width's leading digit)."""
+        two = 1 - math.floor(math.log10(abs(self.median) or 1.0))
+        width = self.q3 - self.q1
+        return max(0, two if width <= 0 else min(two, -math.floor(math.log10(width))))
+
+    def __str__(self) -> str:
+        d = self.decimals()
+        return f"{self.median:.{d}f} (IQR {self.q1:.{d}f}–{self.q3:.{d}f})"
+
+
 @dataclass
 class PhaseTiming:
     prompt_len: int
     decode_steps: int
     prefill_seconds: float  # median over repeats, the whole prompt
     decode_seconds: float  # median over steps and repeats, one token
+    prefill: list = field(default_factory=list, repr=False)  # seconds of each repeat's whole prefill
+    decode: list = field(default_factory=list, repr=False)  # seconds of each repeat's decode steps, one list per repeat
 
     @property
     def prefill_per_token(self) -> float:
@@ -74,12 +116,24 @@ class PhaseTiming:
         """Decode time per token / prefill time per token."""
         return self.decode_per_token / self.prefill_per_token
 
+    def prefill_spread(self) -> Spread:
+        """Seconds per prompt token over the repeats."""
+        return Spread.of(t / self.prompt_len for t in self.prefill)
+
+    def decode_spread(self) -> Spread:
+        """Seconds of one decode step over every step of every repeat."""
+        return Spread.of(t for steps in self.decode for t in steps)
+
+    def ratio_spread(self) -> Spread:
+        """Decode / prefill time per token, one ratio per repeat (its median decode step / its prefill per token)."""
+        return Spread.of(statistics.median(d) / (p / self.prompt_len) for p, d in zip(self.prefill, self.decode))
+
 
 @torch.no_grad()
 def time_phases(model, prompt_len: int = 128, decode_steps: int = 16, repeats: int = 5, seed: int = 0) -> PhaseTiming:
     """Wall time of prefill (one pass over ``prompt_len`` random tokens into an empty cache) and of decode
     (``decode_steps`` cached one-token steps after it), each the median over ``repeats`` runs (decode: over
-    every step of every run), after one warm-up run. One torch thread is the caller's choice."""
+    every step of every run), after one warm-up run, in processor time. One torch thread is the caller's choice."""
     if prompt_len < 1 or decode_steps < 1 or repeats < 1:
         raise TinyTFInputError("time_phases: prompt_len, decode_steps and repeats must be >= 1")
     model.eval()
@@ -89,15 +143,95 @@ def time_phases(model, prompt_len: int = 128, decode_steps: int = 16, repeats: i
     prefill, decode = [], []
     for r in range(repeats + 1):
         cache = model.new_cache()
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         model(ids, cache=cache)
-        t1 = time.perf_counter()
+        t1 = CLOCK()
         steps = []
         for _ in range(decode_steps):
-            s0 = time.perf_counter()
+            s0 = CLOCK()
             model(nxt, cache=cache)
-            steps.append(time.perf_counter() - s0)
+            steps.append(CLOCK() - s0)
         if r:  # the first run warms up
             prefill.append(t1 - t0)
-            decode.extend(steps)
-    return PhaseTiming(prompt_len, decode_steps, statistics.median(prefill), statistics.median(decode))
+            decode.append(steps)
+    return PhaseTiming(prompt_len, decode_steps, statistics.median(prefill),
+                       statistics.median(t for steps in decode for t in steps), prefill, decode)
+
+
+@dataclass
+class StepTimes:
+    """Seconds of every generation step, naive and cached: ``seconds[name][repeat][i]`` is the step that feeds
+    the token at ``positions[i]`` (naive: the whole prefix up to it; cached: that token alone)."""
+    positions: list
+    seconds: dict
+
+    def per_step(self, name: str) -> list:
+        """Median over the repeats, one value per step."""
+        return [statistics.median(col) for col in zip(*self.seconds[name])]
+
+    def per_step_spread(self, name: str) -> list:
+        """A Spread over the repeats, one per step."""
+        return [Spread.of(col) for col in zip(*self.seconds[name])]
+
+    def _band(self, lo: int, hi: int) -> list:
+        idx = [i for i, p in enumerate(self.positions) if lo <= p < hi]
+        if not idx:
+            raise TinyTFInputError(f"StepTimes: no step at positions {lo}..{hi - 1}")
+        return idx
+
+    def band(self, name: str, lo: int, hi: int) -> Spread:
+        """Every step at positions lo..hi-1, of every repeat."""
+        idx = self._band(lo, hi)
+        return Spread.of(run[i] for run in self.seconds[name] for i in idx)
+
+    def ratio(self, lo: int, hi: int) -> Spread:
+        """Naive / cached time per step at positions lo..hi-1: one ratio of medians per repeat."""
+        idx = self._band(lo, hi)
+        return Spread.of(statistics.median(n[i] for i in idx) / statistics.median(c[i] for i in idx)
+                         for n, c in zip(self.seconds["naive"], self.seconds["cached"]))
+
+
+@torch.no_grad()
+def time_steps(model, tokens, start: int, repeats: int = 5, every: int = 1) -> StepTimes:
+    """Replay a generation of ``tokens`` ([T] ids, e.g. a greedy generation's output) step by step, naive and
+    cached, timing every step that feeds positions ``start`` .. T - 1 in processor time. Naive: the step
+    feeding position p runs the whole prefix ``tokens[:p + 1]``; cached: it runs ``tokens[p]`` alone against a
+    cache of the p earlier positions (the prompt ``tokens[:start]`` is prefilled untimed). ``every`` = k times
+    only every k-th step (start, start + k, ...; the cached version still runs every step). The two versions
+    alternate, ``repeats`` times each, after one warm-up of each."""
+    tokens = torch.as_tensor(tokens).reshape(-1)
+    T = tokens.shape[0]
+    if not 1 <= start < T:
+        raise TinyTFInputError(f"time_steps: need 1 <= start < len(tokens), got start={start}, {T} tokens")
+    if T > model.config.max_seq_len:
+        raise TinyTFInputError(f"time_steps: {T} tokens do not fit in max_seq_len {model.config.max_seq_len}")
+    if repeats < 1 or every < 1:
+        raise TinyTFInputError(f"time_steps: repeats and every must be >= 1, got {repeats} and {every}")
+    model.eval()
+    positions = list(range(start, T, every))
+
+    def naive():
+        out = []
+        for p in positions:
+            t0 = CLOCK()
+            model(tokens[:p + 1])
+            out.append(CLOCK() - t0)
+        return out
+
+    def cached():
+        cache = model.new_cache()
+        model(tokens[:start], cache=cache)
+        out = []
+        for p in range(start, positions[-1] + 1):
+            t0 = CLOCK()
+            model(tokens[p:p + 1], cache=cache)
+            if (p - start) % every == 0:
+                out.append(CLOCK() - t0)
+        return out
+
+    seconds = {"naive": [], "cached": []}
+    naive(), cached()  # warm-up
+    for _ in range(repeats):
+        seconds["naive"].append(naive())
+        seconds["cached"].append(cached())
+    return StepTimes(positions, seconds)

@@ -119,7 +119,7 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
         fed = token_labels(s["fed"])
         what = (f"prompt of {len(fed)} tokens runs through all {n_layers} blocks at once" if k == 0 else
                 f"new token '{fed[0]}' (position {s['positions'][0]}) runs through all {n_layers} blocks, "
-                f"attends to {s['length']} cached keys")
+                f"attends to {s['length'] - 1} cached keys and its own")
         return f"Step {k}: {what}; cache {s['length']} positions, {s['nbytes']:,} bytes"
 
     fig = make_subplots(rows=2, cols=1, row_heights=[0.62, 0.38], vertical_spacing=0.2,
