@@ -104,13 +104,19 @@ def test_bad_input_raises_a_clear_error(model, call):
 
 
 def test_shipped_results_file():
-    res = json.loads((ROOT / "tinytf" / "checkpoints" / "ablation-text-4l.json").read_text())
+    res = A.load_results()
+    assert res == json.loads((ROOT / "tinytf" / "checkpoints" / "ablation-text-4l.json").read_text())
     assert len(res["bits"]) == 1 + 4 + 4 * 4 and all(len(v) == 256 for v in res["bits"].values())
     assert len(res["groups"]) == 4 and set(res["means"]) == {f"blocks.{i}.{s}.out" for i in range(4)
                                                                for s in ("attn", "ffn")}
     intact = sum(res["bits"]["intact"]) / 256
     info = tinytf.pretrained.info("text-4l")
     assert abs(intact - info["metrics"]["val_bpb"]) < 0.02  # the same windows bits_per_byte scores
+
+
+def test_load_results_names_a_missing_file(tmp_path):
+    with pytest.raises(TinyTFInputError, match="measure_ablation"):
+        A.load_results(tmp_path / "missing.json")
 
 
 def test_induction_score_reads_the_key_after_the_earlier_occurrence():

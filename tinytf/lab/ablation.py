@@ -8,6 +8,7 @@
     mean = ablation.MeanAblation(means)                   # each output replaced by that mean vector
     logits = mean.run(model, ids)                         # one forward pass with the replacement
     bits = ablation.window_bits(model, inputs, targets, mean)   # [n] bits per byte of each window
+    results = ablation.load_results()                     # text-4l, 21 conditions, measured once and shipped
 
 A sublayer's output ``blocks.{i}.attn.out`` / ``blocks.{i}.ffn.out`` is what the pre-norm block adds to the
 stream (``U = H + Attn(Norm1(H))``, ``H' = U + FFN(Norm2(U))``), so replacing it leaves the residual path
@@ -20,8 +21,10 @@ average over many positions instead: what is removed is only the part that depen
 """
 from __future__ import annotations
 
+import json
 import math
 import re
+from pathlib import Path
 
 import torch
 from torch.nn import functional as F
@@ -29,6 +32,7 @@ from torch.nn import functional as F
 from ..errors import TinyTFInputError
 
 SUBLAYERS = ("attn", "ffn")
+RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "ablation-text-4l.json"
 SITE = re.compile(r"^blocks\.(\d+)\.(attn|ffn)\.out$")
 
 
@@ -194,3 +198,14 @@ def summarise(bits: dict, groups: int) -> dict:
             raise TinyTFInputError(f"summarise: {len(b)} windows do not split into {groups} equal groups")
         out[label] = {"mean": float(b.mean()), "groups": b.view(groups, -1).mean(-1).tolist()}
     return out
+
+
+def load_results(path=None) -> dict:
+    """The ablation results shipped with the package (scripts/measure_ablation.py wrote them): ``"bits"``
+    {label: [256] per-window bits per byte of text-4l on its held-out windows, for 21 conditions},
+    ``"means"`` {site: [C] mean output over every position of those windows}, ``"groups"`` (the quarters)."""
+    path = Path(path) if path is not None else RESULTS_PATH
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TinyTFInputError(f"{path}: not found; run python scripts/measure_ablation.py to measure it") from None

@@ -56,8 +56,8 @@ def ablation_figure(result: dict, groups: int = 4, baselines: dict | None = None
     for col in (1, 2):
         for label, value, dash in lines:
             fig.add_hline(y=value, line_dash=dash, line_color="#444444", row=1, col=col,
-                          annotation_text=f"{label} {value:.2f}" if col == 2 else None,
-                          annotation_position="top right")
+                          annotation_text=f"{label} {value:.2f}", annotation_position="top right",
+                          annotation_font_size=10 if col == 1 else 12)
         fig.update_yaxes(title="bits per byte (held-out)" if col == 1 else None, rangemode="tozero", row=1, col=col)
     title = _title("What removing a sublayer costs text-4l",
                    "bits per byte on held-out docstrings; whiskers: range over the four quarters of the windows")
