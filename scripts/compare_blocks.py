@@ -1,22 +1,21 @@
 """The 2017 block vs the 2026 block on the reversal task, trained for real (chapter 9, section 9.3).
 
-Trains a 4-layer encoder-decoder (4 + 4 layers, d_model 32) with eight blocks -- the paper's 2017 block
-(sqrt(d_model)-scaled embeddings + sinusoids, post-norm), the 2026 block and six variants in between -- for
-every peak learning rate of a grid and several seeds, all with the paper's recipe scaled to the run (Adam
-0.9/0.98/1e-9, warm-up over 4% of the steps then inverse-square-root decay, Xavier init; see
-tinytf.block_comparison). Shows one tqdm progress bar over all steps, prints the grid and each variant at its
-best rate (chosen on validation sequences), and writes every loss curve and metric to
-tinytf/checkpoints/compare_blocks.json, which chapter 9 loads.
+Trains a 4-layer encoder-decoder (4 + 4 layers, d_model 32) with the paper's 2017 block (sqrt(d_model)-scaled
+embeddings + sinusoids, post-norm), the 2026 block and variants in between, for every warm-up length and peak
+learning rate of a grid and several seeds, all with the paper's recipe scaled to the run (Adam 0.9/0.98/1e-9,
+linear warm-up then inverse-square-root decay, Xavier init; see tinytf.block_comparison). Shows one tqdm
+progress bar, prints the grids and each variant at its best cell (chosen on validation sequences), and writes
+every loss curve and metric to tinytf/checkpoints/compare_blocks.json, which chapter 9 loads.
 
-    python scripts/compare_blocks.py                 # the shipped sweep (8 variants x 6 rates x 3 seeds)
+    python scripts/compare_blocks.py --jobs 2        # every variant x 2 warm-ups x 3 rates x 3 seeds
     python scripts/compare_blocks.py --quick         # 20 steps, 2 seeds, 2 rates: a smoke test (writes nothing)
-    python scripts/compare_blocks.py --steps 800 --seeds 0 1 2 3 4 --lrs 3e-3 1e-2 --out /tmp/longer.json
+    python scripts/compare_blocks.py --steps 800 --warmups 32 200 --lrs 3e-3 1e-2 --out /tmp/longer.json
 
-Every run trains on one thread, so its numbers are reproducible on one machine. By default the runs train one
-after the other (``--jobs 1``, one core; the shipped sweep took 35 minutes of wall time on a shared 2-core
-machine); ``--jobs 2`` trains two at once, with the same numbers. ``--variants NAME ... --merge`` trains some
-variants and adds them to the existing results file (the shipped file was made so: the seven variants, then
-'2026 + scaled embeddings').
+Every run trains on one thread, so its numbers are reproducible on one machine; one run of 400 steps takes
+about 13 s of CPU time. ``--jobs N`` trains N runs at once in separate processes, with the same numbers.
+Every finished run is appended to <out>.partial.jsonl at once; after an interruption, ``--resume`` trains
+only what is missing. ``--variants NAME ... --merge`` trains some variants and adds them to an existing
+results file with the same settings.
 """
 from __future__ import annotations
 
@@ -67,7 +66,8 @@ def main(argv=None) -> int:
                    help="20 steps, seeds 0 1, the first two rates; writes nothing unless --out is given")
     p.add_argument("--out", type=Path, help=f"results file (default {bc.RESULTS_PATH}, except with --quick)")
     p.add_argument("--no-ablations", action="store_true", help="only the 2017 and 2026 blocks")
-    p.add_argument("--variants", nargs="+", metavar="NAME", help=f"train only these variants (of {list(bc.VARIANTS)})")
+    p.add_argument("--variants", nargs="+", metavar="NAME",
+                   help=f"train only these variants (of {list(bc.VARIANTS)}), in this order")
     p.add_argument("--merge", action="store_true",
                    help="add the runs to the existing results file (same settings required), replacing those "
                         "variants' runs; the file keeps the variants in the order of block_configs()")
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     results = bc.run_comparison(configs, seeds=args.seeds, steps=args.steps, lrs=args.lrs,
                                 warmups=args.warmups, batch_size=args.batch_size, progress=not args.no_progress,
-                                jobs=args.jobs, done=done, on_run=save_run)
+                                jobs=args.jobs, done=done, on_run=save_run, priority=args.variants)
     given = argv if argv is not None else sys.argv[1:]
     args_text = shlex.join(a for a in given if a not in ("--no-progress", "--resume"))
     results["command"] = f"python scripts/compare_blocks.py {args_text}".rstrip()
