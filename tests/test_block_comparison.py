@@ -378,6 +378,8 @@ def test_cells_summaries_and_tables():
     assert bc.paired_differences(r, "A", "B", choice=0.1) == [(0, pytest.approx(-0.9)), (2, pytest.approx(-1.9))]
     assert bc.ranking_by_seed(r) == {0: ["B", "A"], 1: ["B", "A"], 2: ["B", "A"]}
     assert bc.beats_in_every_seed(r) == [("B", "A")]
+    pairs = bc.pair_table(r, [("A", "B")])
+    assert "A - B" in pairs and pairs.count("+0.50 +1.00 +1.50  (3/3)") == 2 and "W = 16" in pairs
     assert [x["lr"] for x in bc.best_runs(r)["A"]] == [0.01] * 3
 
 

@@ -553,17 +553,19 @@ def warmup_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
     overall = best_settings(results)
     per_w = {w: best_lrs(results, w) for w in warmups}
     nw = max(7, *(len(n) for n in results["runs"]))
-    cw = 15 + 2 * digits
-    head = f"{'variant':<{nw}}" + "".join(f"{'W = ' + str(w) + ': lr, ' + key:>{cw + 2}}" for w in warmups)
-    lines = [head, "-" * len(head)]
+    pw = 7 + 2 * digits  # 'x.xx ± y.yy'
+    cw = pw + 13
+    label = key.replace("_", " ")
+    head = f"{'variant':<{nw}}" + "".join(f"{'W = ' + str(w) + ': lr, ' + label:>{cw}}  " for w in warmups)
+    lines = [head.rstrip(), "-" * len(head.rstrip())]
     for name in results["runs"]:
         cells = []
         for w in warmups:
             lr = per_w[w][name]
             st = cell_stats(results, name, lr, key, warmup=w)
             mark = " <" if overall[name] == (w, lr) else "  "
-            cells.append(f"{format(lr, 'g'):>7} {_pm(st, digits):>{cw - 8}}{mark}")
-        lines.append(f"{name:<{nw}}" + "".join(cells))
+            cells.append(f"{format(lr, 'g'):>{cw - pw - 1}} {_pm(st, digits):>{pw}}{mark}")
+        lines.append((f"{name:<{nw}}" + "".join(cells)).rstrip())
     return "\n".join(lines)
 
 
@@ -581,6 +583,27 @@ def paired_differences(results: dict, a: str = "2017", b: str = "2026", key: str
         if x is not None and y is not None:
             out.append((r["seed"], x - y))
     return out
+
+
+def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) -> str:
+    """Plain text: for each pair (a, b), the per-seed differences value(a) - value(b) of ``key`` (positive: b is
+    lower), with both variants at their best rate for each warm-up, and then each at its own best cell
+    (warm-up and rate); after each group, in how many seeds b is lower. Seeds where a run diverged are left
+    out (and counted in the denominator only if both ran)."""
+    choices = [(f"W = {w}", "best", w) for w in warmups_of(results)] + [("each at its best cell", "best", None)]
+    nw = max(len(f"{a} - {b}") for a, b in pairs)
+    n_seeds = len(results["settings"]["seeds"])
+    cw = n_seeds * (digits + 4) + 10
+    head = f"{'a - b':<{nw}}" + "".join(f"  {label:<{cw}}" for label, _, _ in choices)
+    lines = [head.rstrip(), "-" * len(head)]
+    for a, b in pairs:
+        cells = []
+        for _, choice, w in choices:
+            diffs = paired_differences(results, a, b, key, choice, w)
+            text = " ".join(f"{d:+.{digits}f}" for _, d in diffs)
+            cells.append(f"  {text + f'  ({sum(d > 0 for _, d in diffs)}/{len(diffs)})':<{cw}}")
+        lines.append((f"{a + ' - ' + b:<{nw}}" + "".join(cells)).rstrip())
+    return "\n".join(lines)
 
 
 def ranking_by_seed(results: dict, key: str = "eval_loss", choice="best", warmup: int | None = None) -> dict:
