@@ -35,7 +35,7 @@ book: $(STAMP) $(NODE_STAMP)
 
 # The book is built once, before pytest: every test that reads _build/html (and both workers) shares it.
 # pytest-xdist runs the tests on both cores; --dist loadfile keeps each file (and so each chapter's kernel) on
-# one worker.
+# one worker (the per-page browser audit is split over two files so that both workers share it).
 test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python scripts/build_book.py --if-stale
 	$(BIN)/python -m pytest $(XDIST) tests chapters $(NBVAL) $(PYTEST_ARGS)

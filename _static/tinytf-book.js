@@ -60,6 +60,11 @@
       side.setAttribute("role", "complementary");
       side.setAttribute("aria-label", "Book contents");
     }
+    // sphinxcontrib-bibtex's list of references: role="list" whose items say role="doc-biblioentry" (axe-core:
+    // aria-required-children); each entry is a list item.
+    document.querySelectorAll('.citation-list[role="list"] > [role="doc-biblioentry"]').forEach(function (el) {
+      el.setAttribute("role", "listitem");
+    });
     document.querySelectorAll(".bd-article th").forEach(function (th) {
       if (!(th.textContent || "").trim() && !th.querySelector("img")) {
         var s = document.createElement("span");

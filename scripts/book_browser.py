@@ -139,7 +139,7 @@ def settle(page, timeout_ms: int = 30_000) -> None:
 
 
 # ------------------------------------------------------------------ layout / accessibility audit
-# Used by tests/test_a11y_book.py (every page at 375, 768 and 1280 px, light and dark).
+# Used by tests/browser/test_a11y_book.py (every page at 375, 768 and 1280 px, light and dark).
 
 def set_mode(page, mode: str) -> None:
     """Switch the theme's colour mode as the reader's button does (pydata-sphinx-theme keeps it

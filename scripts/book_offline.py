@@ -6,7 +6,7 @@ HTML book self-contained:
   (``node_modules/plotly.js-cartesian-dist-min``, ``npm ci`` installs it from package-lock.json:
   1.5 MB with every trace type the book draws: heatmap, scatter, bar), which must be the same
   plotly.js version as the one the ``plotly`` Python package ships; without ``node_modules`` the
-  build falls back to that package's full bundle (4.8 MB; tests/test_a11y_book.py's page-weight
+  build falls back to that package's full bundle (4.8 MB; tests/browser/test_a11y_book.py's page-weight
   check then fails);
 * copies the MathJax 3 components the book loads from the ``sphinx-mathjax-offline`` package into
   ``_static/mathjax/``: ``startup.js`` (``mathjax_path`` in _config.yml) loads ``core``, the TeX
@@ -17,7 +17,7 @@ HTML book self-contained:
   with only the icons the built pages name (``slim_fontawesome``): same markup, same classes;
 * renders the ``application/vnd.plotly.v1+json`` part of a figure output as nothing, without
   the "skipping unknown output mime type" warning: the ``text/html`` part of the same output
-  (``tinytf.viz.show``) draws the figure (tests/test_chapters_static.py checks every plotly
+  (``tinytf.viz.show``) draws the figure (tests/book/test_chapters_static.py checks every plotly
   output has that part, so no figure can vanish silently);
 * leaves out the ipywidgets state that myst-nb would embed in a page (a notebook saved with
   widget state carries hundreds of kB of it): with ``nb_ipywidgets_js: {}`` no widget manager

@@ -123,7 +123,7 @@ def write_static_assets() -> None:
         print(static_assets.update())
     except static_assets.StaticAssetsError as err:
         # as without npm's plotly.js bundle, the book still builds (in CI `npm ci` has run): its panels then
-        # say that they could not load the runtime, and tests/test_static_panel_book.py fails
+        # say that they could not load the runtime, and tests/browser/test_static_panel_book.py fails
         print(f"warning: scripts/static_assets.py: {err}; the pages' live panels will not run", file=sys.stderr)
 
 

@@ -1,6 +1,6 @@
 """A throwaway JupyterLab on 127.0.0.1 with one notebook showing the live panel, driven by Playwright.
 
-Shared by tests/test_live_panel_lab.py and bench/panel_redraw.py. ``LabServer`` starts
+Shared by tests/browser/test_live_panel_lab.py and bench/panel_redraw.py. ``LabServer`` starts
 ``.venv/bin/jupyter lab`` (random free port, random token, a temporary notebook dir, no update or
 news checks, its own workspace and runtime dirs); ``open_panel`` opens the notebook in Chromium,
 runs its cell and waits for the panel's first drawn figure. ``change_timer`` records in the page

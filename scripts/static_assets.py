@@ -21,7 +21,7 @@
 A file is written only when its content changed, so its mtime stays (scripts/build_book.py decides
 staleness by the mtimes of ``_static/**``), and files of ``_static/models/`` and ``_static/ort/`` that are not
 part of the output are removed. The export is deterministic (same bytes on every run, checked by
-tests/test_onnx_export.py) and takes about 1 s for the three models.
+tests/tinytf/test_onnx_export.py) and takes about 1 s for the three models.
 
 The ids the page feeds must be checked by the page (vocab_size and max_seq_len are in the manifest): the
 ONNX graph has no input checks. In onnxruntime-web an id >= vocab_size rejects ``session.run`` ("indices

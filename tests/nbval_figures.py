@@ -31,7 +31,7 @@ count (``48 layers``, ``16 bytes``) and integers inside square brackets (shapes,
 
 Every other output (printed text, tables, the parameter table, the causality check, shapes, token ids, generated
 text: never tag such a cell ``measured``) is left to nbval's exact comparison. The plugin is registered by the repository's top-level ``conftest.py``,
-so a plain ``pytest --nbval chapters`` uses it too. ``tests/test_nbval_figures.py`` proves that a
+so a plain ``pytest --nbval chapters`` uses it too. ``tests/book/test_nbval_figures.py`` proves that a
 1 % change of one figure value, a removed trace, a missing frame or a changed title still fail.
 """
 from __future__ import annotations

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .config import TinyConfig
+from .errors import TinyTFInputError
 from .hooks import Hook
 from .norms import make_norm
 from .positions import NoRotary, make_rotary
@@ -35,12 +36,40 @@ def sliding_window_mask(n_queries: int, n_keys: int, offset: int = 0, device=Non
     return (k <= q) & (k > q - window)
 
 
+def check_padding_mask(padding_mask, batch: int, length: int, what: str = "key_padding_mask") -> torch.Tensor:
+    """Validate a key-padding mask: bool [B, L], True = padded (PyTorch's convention). Returns it as a tensor."""
+    if not isinstance(padding_mask, torch.Tensor):
+        try:
+            padding_mask = torch.as_tensor(padding_mask)
+        except Exception as e:  # noqa: BLE001
+            raise TinyTFInputError(f"{what}: could not turn {type(padding_mask).__name__} into a tensor ({e})")
+    if padding_mask.dtype != torch.bool:
+        raise TinyTFInputError(f"{what}: got dtype {padding_mask.dtype}, expected torch.bool (True = padded position)")
+    if tuple(padding_mask.shape) != (batch, length):
+        raise TinyTFInputError(f"{what}: got shape {list(padding_mask.shape)}, expected [{batch}, {length}] "
+                               "(batch, positions of the sequence it masks)")
+    return padding_mask
+
+
+def with_key_padding(mask: Optional[torch.Tensor], key_padding_mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """Combine an attention mask (bool [T, S], True = may attend, or None) with a key-padding mask
+    (bool [B, S], True = padded): the result, True = may attend, is [B, 1, T, S] or [B, 1, 1, S]."""
+    if key_padding_mask is None:
+        return mask
+    keep = ~key_padding_mask[:, None, None, :]  # [B, S] -> [B, 1, 1, S], broadcast over heads and queries
+    return keep if mask is None else mask & keep  # [T, S] & [B, 1, 1, S] -> [B, 1, T, S]
+
+
 def attention(q, k, v, mask: Optional[torch.Tensor] = None, module: Optional[nn.Module] = None, dropout: float = 0.0,
               scale: Optional[float] = None):
     """Scaled dot-product attention, returning (output, weights).
 
-    q: [B, H, T, D], k and v: [B, H, S, D], mask: bool [T, S] (True = may attend) or None.
-    output: [B, H, T, D], weights: [B, H, T, S]. ``module`` supplies hook points
+    q: [B, H, T, D], k and v: [B, H, S, D], mask: bool, True = may attend, of a shape that broadcasts to
+    [B, H, T, S] ([T, S] causal; [B, 1, T, S] or [B, 1, 1, S] with padding), or None.
+    output: [B, H, T, D], weights: [B, H, T, S]. A query row that may read no key at all (possible only with
+    padding: an all-padded sequence, or a left-padded one under a causal mask) gets weights 0 and output 0,
+    where softmax over -inf alone would give NaN; the NaN would otherwise reach real positions in the next
+    layer, since 0 * NaN = NaN in weights @ v. ``module`` supplies hook points
     (hook_scores, hook_masked_scores, hook_weights) when called from ``Attention``.
     ``scale`` multiplies q . k instead of 1 / sqrt(D) (Gemma's query_pre_attn_scalar, MLA's head size).
     """
@@ -52,7 +81,10 @@ def attention(q, k, v, mask: Optional[torch.Tensor] = None, module: Optional[nn.
     if mask is not None:
         scores = torch.where(mask, scores, float("-inf"))  # = masked_fill(~mask, -inf), one pass fewer
     scores = hook("hook_masked_scores", scores)
-    weights = hook("hook_weights", torch.softmax(scores, dim=-1))  # [B, H, T, S], rows sum to 1
+    weights = torch.softmax(scores, dim=-1)  # [B, H, T, S], rows sum to 1
+    if mask is not None and mask.dim() == 4:  # a padding mask can leave a query no key: weights 0, not NaN
+        weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
+    weights = hook("hook_weights", weights)
     if dropout and (module is None or module.training):
         weights = nn.functional.dropout(weights, p=dropout)
     return weights @ v, weights  # [B, H, T, D], [B, H, T, S]
@@ -121,7 +153,8 @@ class Attention(nn.Module):
     """Multi-head attention with optional grouped-query K/V heads.
 
     causal=True: decoder self-attention; causal=False: encoder self-attention;
-    cross=True: queries from x, keys/values from ``context`` (the encoder output), no mask, no RoPE.
+    cross=True: queries from x, keys/values from ``context`` (the encoder output), no causal mask, no RoPE.
+    ``key_padding_mask`` (bool [B, S], True = padded key, as in PyTorch) hides padded keys from every query.
     """
 
     def __init__(self, cfg: TinyConfig, causal: bool = True, cross: bool = False, layer: int = 0):
@@ -152,14 +185,17 @@ class Attention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, n_heads, self.d_head).transpose(1, 2)
 
-    def forward(self, x, context=None, cache: Optional[LayerCache] = None):
-        """x: [B, T, C]; context: [B, S, C] for cross-attention. Returns [B, T, C]."""
+    def forward(self, x, context=None, cache: Optional[LayerCache] = None, key_padding_mask=None):
+        """x: [B, T, C]; context: [B, S, C] for cross-attention; key_padding_mask: bool [B, S] (True = padded),
+        S counting every key (with a cache: the cached positions too). Returns [B, T, C]."""
         B, T, _ = x.shape
         source = context if self.cross else x
+        offset = cache.length if cache is not None else 0
+        if key_padding_mask is not None:  # checked before the cache grows: every key this call reads
+            key_padding_mask = check_padding_mask(key_padding_mask, B, offset + source.shape[1])
         q = self.hook_q(self.split_heads(self.q_proj(x), self.n_heads))  # [B, H, T, D]
         k = self.hook_k(self.split_heads(self.k_proj(source), self.n_kv_heads))  # [B, H_kv, S, D]
         v = self.hook_v(self.split_heads(self.v_proj(source), self.n_kv_heads))  # [B, H_kv, S, D]
-        offset = cache.length if cache is not None else 0
         q, k = self.norm_qk(q, k)
         q, k = self.rotary(q, k, offset)
         q, k = self.hook_q_rot(q), self.hook_k_rot(k)
@@ -169,7 +205,8 @@ class Attention(nn.Module):
         if group > 1:  # grouped-query attention: share each K/V head across its group
             k = k.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
             v = v.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
-        mask = self.mask_fn(T, k.shape[-2], offset, device=x.device) if self.causal else None
+        mask = self.mask_fn(T, k.shape[-2], offset, device=x.device) if self.causal else None  # [T, S]
+        mask = with_key_padding(mask, key_padding_mask)  # [T, S], [B, 1, T, S], [B, 1, 1, S] or None
         z, _ = attention(q, k, v, mask, module=self, dropout=self.dropout, scale=self.scale)  # [B, H, T, D]
         z = self.hook_z(z)
         merged = self.hook_merged(z.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))  # [B, T, H*D]

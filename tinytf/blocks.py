@@ -102,7 +102,8 @@ class DecoderBlock(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    """Encoder block (BERT): bidirectional self-attention (no mask) then FFN."""
+    """Encoder block (BERT): bidirectional self-attention (no causal mask; padded keys hidden when a
+    ``key_padding_mask`` is given) then FFN."""
 
     def __init__(self, cfg: TinyConfig):
         super().__init__()
@@ -111,9 +112,9 @@ class EncoderBlock(nn.Module):
         self.connect = make_connection(cfg)
         self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_post = Hook(), Hook(), Hook()
 
-    def forward(self, x):  # x: [B, S, C] -> [B, S, C]
+    def forward(self, x, key_padding_mask=None):  # x: [B, S, C], key_padding_mask: bool [B, S] -> [B, S, C]
         x = self.hook_resid_pre(x)
-        x = self.hook_resid_mid(self.connect(x, self.norm1, self.attn))
+        x = self.hook_resid_mid(self.connect(x, self.norm1, lambda h: self.attn(h, key_padding_mask=key_padding_mask)))
         return self.hook_resid_post(self.connect(x, self.norm2, self.ffn))
 
 
@@ -130,8 +131,12 @@ class CrossDecoderBlock(nn.Module):
         self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_cross, self.hook_resid_post = (
             Hook(), Hook(), Hook(), Hook())
 
-    def forward(self, x, memory, cache=None):  # x: [B, T, C], memory: [B, S, C] -> [B, T, C]
+    def forward(self, x, memory, cache=None, tgt_padding_mask=None, memory_padding_mask=None):
+        """x: [B, T, C], memory: [B, S, C] -> [B, T, C]. tgt_padding_mask: bool [B, T] (with a cache: [B, cached + T]),
+        memory_padding_mask: bool [B, S]; True = padded, as PyTorch's tgt/memory_key_padding_mask."""
         x = self.hook_resid_pre(x)
-        x = self.hook_resid_mid(self.connect(x, self.norm1, lambda h: self.attn(h, cache=cache)))
-        x = self.hook_resid_cross(self.connect(x, self.norm_cross, lambda h: self.cross_attn(h, context=memory)))
+        x = self.hook_resid_mid(self.connect(x, self.norm1,
+                                             lambda h: self.attn(h, cache=cache, key_padding_mask=tgt_padding_mask)))
+        x = self.hook_resid_cross(self.connect(
+            x, self.norm_cross, lambda h: self.cross_attn(h, context=memory, key_padding_mask=memory_padding_mask)))
         return self.hook_resid_post(self.connect(x, self.norm2, self.ffn))

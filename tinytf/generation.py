@@ -4,6 +4,15 @@ Naive (the O(n^2) baseline): every step re-runs the whole prefix through the mod
 Cached: the prompt runs once; after that each step feeds only the newest token, whose
 queries attend to the cached keys/values of all earlier positions. The new token still
 runs through every block; only past K/V are reused.
+
+Context window: a model sees at most ``config.max_seq_len`` tokens, the length it declares (for a trained
+model, the length it was trained on). Sinusoidal and learned position tables end there, so ``generate``
+refuses a longer run up front. RoPE and 'none' have no table that ends, but a RoPE model has never seen the
+rotation angles of later positions and its predictions degrade there (chapter 11 measures it). So when the
+context would exceed ``max_seq_len``, ``generate`` keeps only the last ``max_seq_len`` tokens, at positions
+0 .. max_seq_len - 1: the naive version feeds that window, the cached version empties its cache and
+prefills it with the same window. Both compute the same thing, so they still agree token for token; past
+that point every cached step costs one full window, like a naive one.
 """
 from __future__ import annotations
 
@@ -117,6 +126,15 @@ def check_room(positions, needed: int, what: str):
         )
 
 
+def context_window(model):
+    """The number of most recent tokens ``generate`` feeds a decoder: ``config.max_seq_len`` when the model's
+    positions have no table that ends there (RoPE, 'none'), else None (a sinusoidal or learned table refuses a
+    longer input instead; ``check_room``)."""
+    if getattr(getattr(model, "pos", None), "max_seq_len", None) is not None:
+        return None
+    return getattr(getattr(model, "config", None), "max_seq_len", None)
+
+
 def whole_number(value, what: str, low: int, high=None) -> int:
     """value as an int in [low, high) (high=None: no upper end), else TinyTFInputError."""
     try:
@@ -139,7 +157,13 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
     temperature 0 = greedy; otherwise sampling from softmax(logits / temperature), optionally restricted to
     the ``top_k`` most likely tokens and/or the nucleus of mass ``top_p`` (both: top-k first). ``seed``
     makes sampling repeatable. The result holds the tokens, each step's raw logits (``step_logits``) and
-    the distribution each token was drawn from (``step_probs``)."""
+    the distribution each token was drawn from (``step_probs``).
+
+    Context window: a RoPE (or position-free) model is fed at most its ``config.max_seq_len`` most recent
+    tokens, at positions 0 .. max_seq_len - 1, the positions it was trained on (``context_window``). Once the
+    context is longer, the cached version empties its cache and prefills it with that window before each
+    step, exactly what the naive version feeds, so the two still agree token for token. A model with a
+    sinusoidal or learned position table refuses a run longer than its table instead."""
     import time
 
     _check_temperature(temperature)
@@ -153,6 +177,7 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
     check_room(getattr(model, "pos", None), T + max(max_new_tokens, 1) - 1,
                f"generate: a prompt of {T} tokens + {max_new_tokens} new tokens")
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    window = context_window(model)  # None: no sliding (a position table that ends refuses longer runs above)
     model.eval()
     cache = model.new_cache() if use_cache else None
     out = Generation(tokens=ids)
@@ -160,9 +185,14 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
     for _ in range(max_new_tokens):
         t0 = time.perf_counter() if timed else 0.0
         if use_cache:
+            if window is not None and cache.length + step_input.shape[1] > window:
+                # the context no longer fits: start again from the last `window` tokens, at positions 0..window-1
+                cache = model.new_cache()
+                step_input = out.tokens[:, -window:]
             logits = model(step_input, cache=cache)[:, -1]  # only the new positions run; past K/V come from the cache
         else:
-            logits = model(out.tokens)[:, -1]  # naive: the whole prefix again
+            context = out.tokens if window is None else out.tokens[:, -window:]
+            logits = model(context)[:, -1]  # naive: the whole prefix (at most the last `window` tokens) again
         nxt, probs = pick_next(logits, temperature, top_k, generator, top_p=top_p, return_probs=True)  # [B], [B, V]
         out.tokens = torch.cat((out.tokens, nxt[:, None]), dim=1)
         step_input = nxt[:, None]  # [B, 1]
@@ -176,20 +206,24 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
 
 
 @torch.no_grad()
-def generate_seq2seq(model, src, bos: int, max_new_tokens: int, *, use_cache: bool = True) -> torch.Tensor:
+def generate_seq2seq(model, src, bos: int, max_new_tokens: int, *, use_cache: bool = True,
+                     src_padding_mask=None) -> torch.Tensor:
     """Greedy decoding with an EncoderDecoder: encode the source once, then generate target tokens
-    starting from ``bos``. Returns the target ids including bos ([T] or [B, T])."""
+    starting from ``bos``. Returns the target ids including bos ([T] or [B, T]). For a batch of sources of
+    different lengths, pad them and pass ``src_padding_mask`` (bool [B, S], True = padded): it hides the padding
+    from the encoder and from every cross-attention step. The targets grow together, so they need no mask."""
     src, was_1d = check_ids(src, model.config, "src")
     max_new_tokens = whole_number(max_new_tokens, "max_new_tokens", 0)
     bos = whole_number(bos, "bos", 0, model.config.vocab_size)
     check_room(model.decoder.pos, max(max_new_tokens, 1), f"generate_seq2seq: bos + {max_new_tokens} new tokens")
     model.eval()
-    memory = model.encode(src)  # [B, S, C], computed once
+    memory = model.encode(src, src_padding_mask)  # [B, S, C], computed once
     tgt = torch.full((src.shape[0], 1), bos, dtype=torch.long)
     cache = model.new_cache() if use_cache else None
     step_input = tgt
     for _ in range(max_new_tokens):
-        logits = model(None, step_input if use_cache else tgt, cache=cache, memory=memory)[:, -1]
+        logits = model(None, step_input if use_cache else tgt, cache=cache, memory=memory,
+                       src_padding_mask=src_padding_mask)[:, -1]
         nxt = logits.argmax(-1)
         tgt = torch.cat((tgt, nxt[:, None]), dim=1)
         step_input = nxt[:, None]

@@ -6,7 +6,7 @@ from torch import nn
 
 import math
 
-from .attention import KVCache
+from .attention import KVCache, check_padding_mask
 from .blocks import CrossDecoderBlock, DecoderBlock, EncoderBlock
 from .config import TinyConfig
 from .errors import TinyTFInputError
@@ -125,10 +125,10 @@ class Encoder(nn.Module):
         self.final_norm = make_norm(cfg)
         self.hook_tok_embed, self.hook_embed = Hook(), Hook()
 
-    def forward(self, src):  # src: [B, S] -> memory [B, S, C]
+    def forward(self, src, src_padding_mask=None):  # src: [B, S], src_padding_mask: bool [B, S] -> memory [B, S, C]
         x = self.hook_embed(self.pos(self.hook_tok_embed(self.embed(src))))
         for block in self.blocks:
-            x = block(x)
+            x = block(x, key_padding_mask=src_padding_mask)
         return self.final_norm(x)
 
 
@@ -142,11 +142,13 @@ class Decoder(nn.Module):
         self.final_norm = make_norm(cfg)
         self.hook_tok_embed, self.hook_embed = Hook(), Hook()
 
-    def forward(self, tgt, memory, cache: KVCache | None = None):  # tgt: [B, T], memory: [B, S, C]
+    def forward(self, tgt, memory, cache: KVCache | None = None, tgt_padding_mask=None, memory_padding_mask=None):
+        # tgt: [B, T], memory: [B, S, C]; padding masks bool [B, T] and [B, S], True = padded
         offset = cache.length if cache is not None else 0
         x = self.hook_embed(self.pos(self.hook_tok_embed(self.embed(tgt)), offset))
         for i, block in enumerate(self.blocks):
-            x = block(x, memory, cache=cache.layers[i] if cache is not None else None)
+            x = block(x, memory, cache=cache.layers[i] if cache is not None else None,
+                      tgt_padding_mask=tgt_padding_mask, memory_padding_mask=memory_padding_mask)
         return self.final_norm(x)
 
 
@@ -155,6 +157,13 @@ class EncoderDecoder(Traceable, nn.Module):
     that reads the encoder output through cross-attention, and an LM head.
 
     model(src, tgt): src [S] or [B, S], tgt [T] or [B, T] -> logits [T, V] or [B, T, V].
+
+    A batch of sequences of different lengths is padded to one length; ``src_padding_mask`` ([S] or [B, S])
+    and ``tgt_padding_mask`` ([T] or [B, T]; with a KV cache, every target position so far) are bool, True =
+    padded, as PyTorch's key-padding masks. The source mask hides padded source positions from the encoder's
+    self-attention and from every cross-attention (PyTorch's ``src_key_padding_mask`` and
+    ``memory_key_padding_mask``); the target mask hides padded target positions from the decoder's
+    self-attention (``tgt_key_padding_mask``). Outputs at padded positions are computed but meaningless.
     """
 
     def __init__(self, cfg: TinyConfig = TinyConfig()):
@@ -167,11 +176,20 @@ class EncoderDecoder(Traceable, nn.Module):
         if cfg.tie_embeddings:
             self.lm_head.weight = self.decoder.embed.weight
 
-    def encode(self, src):
+    def encode(self, src, src_padding_mask=None):
         src, _ = check_ids(src, self.config, "src")
-        return self.encoder(src)
+        return self.encoder(src, self._padding_mask(src_padding_mask, src.shape, "src_padding_mask"))
 
-    def forward(self, src, tgt=None, cache: KVCache | None = None, memory=None):
+    @staticmethod
+    def _padding_mask(mask, shape, what):  # None, or bool [L] / [B, L] matching ids of shape [B, L] -> [B, L]
+        if mask is None:
+            return None
+        if isinstance(mask, torch.Tensor) and mask.dim() == 1 and len(shape) == 2 and shape[0] == 1:
+            mask = mask[None]  # [L] -> [1, L], as a 1-D sequence is a batch of one
+        return check_padding_mask(mask, shape[0], shape[1], what)
+
+    def forward(self, src, tgt=None, cache: KVCache | None = None, memory=None, src_padding_mask=None,
+                tgt_padding_mask=None):
         if tgt is None:
             raise TinyTFInputError(
                 "EncoderDecoder needs a source and a target: model(src, tgt). Got only one tensor; "
@@ -181,10 +199,13 @@ class EncoderDecoder(Traceable, nn.Module):
             raise TinyTFInputError("EncoderDecoder got no source: pass src token ids (or the encoder output as memory=)")
         tgt, was_1d = check_ids(tgt, self.config, "tgt")
         if memory is None:
-            memory = self.encode(src)  # [B, S, C]
+            memory = self.encode(src, src_padding_mask)  # [B, S, C]
         if memory.shape[0] != tgt.shape[0]:
             raise TinyTFInputError(f"src has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}; they must match")
-        logits = self.hook_logits(self.lm_head(self.decoder(tgt, memory, cache)))  # [B, T, V]
+        memory_mask = self._padding_mask(src_padding_mask, memory.shape[:2], "src_padding_mask")  # [B, S]
+        offset = cache.length if cache is not None else 0
+        tgt_mask = self._padding_mask(tgt_padding_mask, (tgt.shape[0], offset + tgt.shape[1]), "tgt_padding_mask")
+        logits = self.hook_logits(self.lm_head(self.decoder(tgt, memory, cache, tgt_mask, memory_mask)))  # [B, T, V]
         return logits[0] if was_1d else logits
 
     def new_cache(self) -> KVCache:

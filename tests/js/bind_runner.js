@@ -1,4 +1,4 @@
-// Runs _static/tinytf-bind.js in node for tests/test_bindings.py: reads a JSON job from stdin
+// Runs _static/tinytf-bind.js in node for tests/viz/test_bindings.py: reads a JSON job from stdin
 // ({static, cases: [{template, outputs: {name: {dims, f32: base64}}, labels}], tokenize: [{text, table}]}),
 // writes {figures: [...], tokens: [...]} (a case that throws gives {error}) to stdout.
 "use strict";

@@ -7,9 +7,12 @@ hooks, tracing, generation) is what a Transformer *is*; the laboratory is what t
   ``train`` (``python -m tinytf train``), ``pretrained`` (the shipped checkpoints);
 * measurements: ``causality``, ``experiments`` (layer-by-layer gradients), ``block_comparison`` (2017 vs
   2026), ``heads`` (head-pattern scores), ``lens`` (the logit lens), ``decoding`` (what generation produced),
-  ``precision`` (printing a number at the precision it supports), ``kv_sharing`` (what grouped and multi-query
+  ``precision`` (printing a number at the precision it supports), ``ablation`` (zero- and mean-ablation of a
+  sublayer), ``kv_sharing`` (what grouped and multi-query
   attention save), ``norm_experiments`` (deep stacks with and without a norm), ``residual_updates`` (each
-  sublayer's update against the stream);
+  sublayer's update against the stream), ``context_length`` (loss by position past the trained length,
+  position interpolation), ``prefill_decode`` (FLOPs per byte and time per token of the two phases), ``padding`` (batches of different
+  lengths and their key-padding masks);
 * calculators and readers: ``parameters``, ``cache_memory``, ``review`` (the block reviewer), ``hf``
   (Hugging Face configs and weights), ``interop`` (PyTorch's own modules);
 * the book itself: ``exercises`` (implement-and-check), ``book`` (the Colab/Binder set-up cell),

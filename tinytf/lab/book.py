@@ -2,7 +2,7 @@
 
 REPO_URL = "https://github.com/tinytf-book/tinytf"
 
-# The first cell of every chapter, verbatim (tests/test_chapters_static.py checks it). It is tagged
+# The first cell of every chapter, verbatim (tests/book/test_chapters_static.py checks it). It is tagged
 # `remove-cell` (SETUP_TAGS): in a notebook (Colab, Binder, Jupyter) it runs first; the HTML page starts with
 # the chapter's title.
 SETUP_TAGS = ["remove-cell"]

@@ -6,7 +6,7 @@ Every layer keeps one key and one value vector per cached position and per key/v
 
 Grouped-query attention shrinks only ``n_kv_heads``; the query heads are not cached at all.
 ``kv_cache_bytes`` gives the number; ``KVCache.nbytes()`` of a real cache must agree (the chapter
-and tests/test_cache_memory.py check it).
+and tests/tinytf/test_cache_memory.py check it).
 
 The frontier block changes what one layer keeps (``layer_cache_values``, ``cache_by_layer``):
 

@@ -62,11 +62,18 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "attn.n_heads heads of attn.d_head; no mask, no RoPE"),
     Exercise("grouped_query_attention", 9, "grouped_query_attention(q, k, v)", "z: [B, H, T, D]",
              "k and v have fewer heads than q: query head h uses K/V head h // (H / H_kv); causal mask"),
-    Exercise("sampler", 10, "sampler(logits, temperature, top_k)", "probabilities [B, V], each row summing to 1",
-             "softmax(logits / temperature), then zero every token below the k-th largest (top_k=None: keep all) "
-             "and renormalise"),
-    Exercise("kv_cache_step", 10, "kv_cache_step(q, k_past, v_past, k_new, v_new)", "z: [B, H, 1, D]",
+    Exercise("sampler", 11, "sampler(logits, temperature, top_k, top_p)", "probabilities [B, V], each row summing to 1",
+             "divide by the temperature; top_k: set every logit below the k-th largest to -inf; top_p: sort the "
+             "probabilities, keep the smallest set of most likely tokens whose sum reaches p (ties with the last "
+             "kept one too), set the rest to -inf; softmax (None: that filter is off)"),
+    Exercise("moe_router", 10, "top_k_router(logits, k)", "(ids, weights), each [B, T, k]",
+             "Mixtral's router: softmax over the E experts, keep the k largest probabilities, divide them by their "
+             "sum; ids are the chosen experts (any order)"),
+    Exercise("kv_cache_step", 11, "kv_cache_step(q, k_past, v_past, k_new, v_new)", "z: [B, H, 1, D]",
              "append the new key and value to the past ones, then one query attends to all of them (no mask needed)"),
+    Exercise("mean_ablated_block", 12, "mean_ablated_block(x, block, ffn_mean)", "[B, T, C]",
+             "a pre-norm block whose FFN output is replaced by the vector ffn_mean [C] at every position: "
+             "U = x + attn(norm1(x)); the residual add still happens"),
 )}
 
 
@@ -317,21 +324,63 @@ def _check_sampler(name, fn, tol):
     model = _model()
     with torch.no_grad():
         logits = model(encode("The cat sat"))[-1:] * 40  # [1, V]; scaled so that the settings differ clearly
-    settings = [(1.0, None), (0.7, None), (1.0, 5), (0.5, 20)]
-    for temperature, top_k in settings:
-        got, fail = _call(name, fn, logits, temperature, top_k)
+    settings = [(1.0, None, None), (0.7, None, None), (1.0, 5, None), (0.5, 20, None), (2.0, None, 0.9),
+                (5.0, None, 0.5), (5.0, 20, 0.8)]  # nuclei of 6, 12 and (within the top 20) several tokens
+    for temperature, top_k, top_p in settings:
+        got, fail = _call(name, fn, logits, temperature, top_k, top_p)
         if fail is not None:
             return fail
-        want = next_token_probs(logits, temperature=temperature, top_k=top_k)
+        want = next_token_probs(logits, temperature=temperature, top_k=top_k, top_p=top_p)
         result = compare(name, got, want, ("batch", "token"), tol, along="token")
         if not result.passed:
-            result.detail = f"temperature {temperature}, top_k {top_k}: {result.detail}"
+            result.detail = f"temperature {temperature}, top_k {top_k}, top_p {top_p}: {result.detail}"
             if len(result.details) and result.details[0].startswith("tokens that differ"):
                 wrong = result.details[0].split(";")[0]
                 result.details[0] = wrong if len(wrong) < 120 else wrong[:117] + "..."
             return result
-    return CheckResult(name, "passed", f"{len(settings)} settings of temperature and top_k, shape [1, {logits.shape[-1]}], "
+    return CheckResult(name, "passed", f"{len(settings)} settings of temperature, top_k and top_p, shape [1, {logits.shape[-1]}], "
                                        f"max error < {tol:.0e}")
+
+
+def _check_moe_router(name, fn, tol):
+    from ..tokens import encode
+
+    model = _nudge(_model(n_experts=8, experts_per_token=2, d_expert=32), 0.3)
+    with torch.no_grad():
+        _, tr = model.run_with_trace(encode("route each token"), names=["blocks.0.ffn.router_logits",
+                                                                        "blocks.0.ffn.router_topk"])
+    logits, chosen = tr["blocks.0.ffn.router_logits"], tr["blocks.0.ffn.router_topk"]
+    E, k = logits.shape[-1], chosen.ids.shape[-1]
+    want = torch.zeros_like(logits).scatter(-1, chosen.ids, chosen.weights)  # [B, T, E]: 0 for unchosen experts
+    got, fail = _call(name, fn, logits, k)
+    if fail is not None:
+        return fail
+    if not (isinstance(got, (tuple, list)) and len(got) == 2):
+        return CheckResult(name, "failed", f"your function returned {type(got).__name__}, expected a pair "
+                                           f"(ids, weights), each of shape {list(chosen.ids.shape)}")
+    ids, weights = (torch.as_tensor(x) for x in got)
+    if list(ids.shape) != list(chosen.ids.shape) or list(weights.shape) != list(chosen.ids.shape):
+        return CheckResult(name, "failed", f"shapes {list(ids.shape)} and {list(weights.shape)}, expected "
+                                           f"{list(chosen.ids.shape)} each (batch, position, k = {k})")
+    ids = ids.long()
+    if ids.min() < 0 or ids.max() >= E or (ids.sort(-1).values.diff(dim=-1) == 0).any():
+        return CheckResult(name, "failed", f"ids must be {k} different experts in 0..{E - 1} for every token")
+    dense = torch.zeros_like(logits, dtype=torch.float32).scatter(-1, ids, weights.float())
+    return compare(name, dense, want, ("batch", "position", "expert"), tol)
+
+
+def _check_mean_ablated_block(name, fn, tol):
+    from ..tokens import encode
+    from .ablation import MeanAblation
+
+    model = _nudge(_model(), 0.05)
+    ffn_mean = 0.5 * torch.randn(model.config.d_model) + 0.2  # stands in for the FFN's mean output [C]
+    ids = encode("mean ablation")
+    with torch.no_grad():  # tinytf's own mean-ablation, applied through the model's hook points
+        _, intact = model.run_with_trace(ids)
+        _, ablated = model.run_with_trace(ids, patches=MeanAblation({"blocks.0.ffn.out": ffn_mean}).patches())
+    got, fail = _call(name, fn, intact["blocks.0.resid_pre"], model.blocks[0], ffn_mean)
+    return fail if fail is not None else compare(name, got, ablated["blocks.0.resid_post"], STREAM, tol)
 
 
 _CHECKS = {
@@ -344,8 +393,10 @@ _CHECKS = {
     "parameter_count": _check_parameter_count,
     "cross_attention": _check_cross_attention,
     "grouped_query_attention": _check_gqa,
+    "moe_router": _check_moe_router,
     "kv_cache_step": _check_kv_cache_step,
     "sampler": _check_sampler,
+    "mean_ablated_block": _check_mean_ablated_block,
 }
 assert set(_CHECKS) == set(EXERCISES)
 
@@ -416,12 +467,29 @@ def _ref_kv_cache_step(q, k_past, v_past, k_new, v_new):
     return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
 
 
-def _ref_sampler(logits, temperature, top_k):
+def _ref_sampler(logits, temperature, top_k, top_p):
     scaled = logits / temperature
     if top_k is not None:
         kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    if top_p is not None:
+        probs = torch.softmax(scaled, dim=-1)
+        sorted_probs = torch.sort(probs, dim=-1, descending=True).values
+        before = sorted_probs.cumsum(-1) - sorted_probs  # mass of the more likely tokens
+        last = (before < top_p).sum(-1, keepdim=True) - 1  # the last token still needed to reach top_p
+        scaled = scaled.masked_fill(probs < sorted_probs.gather(-1, last), float("-inf"))
     return torch.softmax(scaled, dim=-1)
+
+
+def _ref_moe_router(logits, k):
+    probs = torch.softmax(logits, dim=-1)
+    weights, ids = torch.topk(probs, k, dim=-1)
+    return ids, weights / weights.sum(dim=-1, keepdim=True)
+
+
+def _ref_mean_ablated_block(x, block, ffn_mean):
+    u = x + block.attn(block.norm1(x))
+    return u + ffn_mean  # [C] broadcasts over batch and positions
 
 
 REFERENCE = {
@@ -429,4 +497,6 @@ REFERENCE = {
     "post_norm_block": _ref_post_norm_block, "pre_norm_block": _ref_pre_norm_block,
     "parameter_count": _ref_parameter_count, "cross_attention": _ref_cross_attention,
     "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step, "sampler": _ref_sampler,
+    "moe_router": _ref_moe_router,
+    "mean_ablated_block": _ref_mean_ablated_block,
 }

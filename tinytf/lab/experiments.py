@@ -134,6 +134,14 @@ class LayerProfile:
         return self.grad_norm[0] / self.grad_norm[-1]
 
     @property
+    def grad_ratio_spread(self) -> float:
+        """Seed spread of ``grad_ratio``: the largest relative distance of any single seed's first/last ratio
+        from the combined one (0 with one seed). A difference between two rows smaller than their spreads
+        is not a measured difference."""
+        ratios = [r.grad_norm[0] / r.grad_norm[-1] for r in self.per_seed]
+        return max((abs(r - self.grad_ratio) / self.grad_ratio for r in ratios), default=0.0)
+
+    @property
     def per_layer_factor(self) -> float:
         """The constant factor per layer that would produce ``grad_ratio`` over the stack:
         ratio ** (1 / (depth - 1)). If it stays the same as depth grows, the ratio is exponential in depth."""
@@ -220,6 +228,7 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format)
     "grad_first": ("grad block 0", lambda p: p.grad_norm[0], ".3g"),
     "grad_last": ("grad last", lambda p: p.grad_norm[-1], ".3g"),
     "grad_ratio": ("first/last", lambda p: p.grad_ratio, ".3g"),
+    "ratio_spread": ("seed spread", lambda p: p.grad_ratio_spread, "spread"),
     "per_layer": ("per layer", lambda p: p.per_layer_factor, ".3f"),
     "rms_first": ("RMS block 0", lambda p: p.activation_rms[0], ".3g"),
     "rms_last": ("RMS last", lambda p: p.activation_rms[-1], ".3g"),
@@ -230,7 +239,7 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format)
 def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", "per_layer", "rms_first", "rms_last"),
                     title: str | None = None) -> str:
     """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first block
-    (block 0, as in the trace names) and of the last block, their ratio, the per-layer factor, the activation
+    (block 0, as in the trace names) and of the last block, their ratio, its seed spread, the per-layer factor, the activation
     RMS leaving the first and last block, and the similarity between positions after the last block."""
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
@@ -243,14 +252,17 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
         lines.append(f"{p.label:<{width}}" + "".join(
             f"  {_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.chaotic):>{w}}" for c, w in zip(columns, widths)))
     if any(p.chaotic for p in profiles):
-        lines.append(f"~ chaotic row: float32 and float64 runs of the same weights differ by more than "
+        lines.append(f"~ ill-conditioned row: float32 and float64 runs of the same weights differ by more than "
                      f"{CHAOS_THRESHOLD:.1%}, so only the order of magnitude (and 2 digits of a factor) is shown")
     return "\n".join(lines)
 
 
 def _format_value(value: float, spec: str, chaotic: bool) -> str:
     """Full precision for a reproducible row; for a chaotic one, what survives the rounding: the power of
-    ten of a size, two significant digits of a per-layer factor or a similarity."""
+    ten of a size, two significant digits of a per-layer factor or a similarity; a seed spread as ±percent
+    (not shown for a chaotic row, whose digits are not reproducible)."""
+    if spec == "spread":
+        return "~" if chaotic else f"±{value:.0%}"
     if not chaotic:
         return format(value, spec)
     if spec.endswith("g"):

@@ -127,3 +127,16 @@ def format_score_table(rows: list, digits: int = 2) -> str:
             cells.append(f"{r[p]:.{digits}f}{mark}".rjust(width + 1))
         lines.append(f"{r['layer']:>5} {r['head']:>4}" + "".join(cells))
     return "\n".join(lines)
+
+
+def induction_score(weights, period: int) -> torch.Tensor:
+    """[H]: on a sequence whose second part repeats its first ``period`` positions (ids[i] = ids[i - period]),
+    the mean weight a query i >= period puts on key i - period + 1, the position just after the earlier
+    occurrence of its own token: what an induction head attends to (Olsson et al., 2022). Queries
+    i = period .. T-1 count."""
+    w = _as_bhtt(weights)
+    T = w.shape[-1]
+    if not isinstance(period, int) or not 1 <= period < T:
+        raise TinyTFInputError(f"induction_score: period must be an int in 1..{T - 1}, got {period!r}")
+    queries = list(range(period, T))
+    return _mean_on(w, queries, [q - period + 1 for q in queries])

@@ -7,6 +7,12 @@ strongest check that tinytf's blocks are the textbook ones:
     ref = tinytf.interop.to_torch(block)       # EncoderBlock -> nn.TransformerEncoderLayer
     torch.testing.assert_close(block(x), ref(x))
 
+A whole ``EncoderDecoder`` maps to ``nn.Transformer`` (``to_torch_transformer``): both stacks end in a final
+LayerNorm in both libraries (nn.Transformer adds one even to post-norm stacks). The embeddings and positions
+stay outside: feed nn.Transformer the traced ``encoder.embed`` / ``decoder.embed`` and compare its output with
+``decoder.final_norm.out``. Padding masks map as src_padding_mask -> src_key_padding_mask and
+memory_key_padding_mask, tgt_padding_mask -> tgt_key_padding_mask.
+
 PyTorch's layers know only LayerNorm, ReLU/GELU MLPs, full multi-head attention and no
 rotary positions, so only blocks built from those parts can be mapped; anything else raises
 TinyTFInputError naming the part. Weight layout: PyTorch keeps Q, K and V stacked in one
@@ -23,7 +29,7 @@ from ..ffn import MLP
 from ..norms import LayerNorm
 from ..positions import NoRotary
 
-__all__ = ["to_torch", "from_torch", "torch_compatibility", "copy_attention", "copy_block"]
+__all__ = ["to_torch", "to_torch_transformer", "from_torch", "torch_compatibility", "copy_attention", "copy_block"]
 
 
 def _norms(block):
@@ -136,6 +142,34 @@ def to_torch(block) -> nn.Module:
     layer = _empty_layer(block)
     copy_block(block, layer, to_torch=True)
     return layer.train(block.training)
+
+
+def to_torch_transformer(model) -> nn.Transformer:
+    """A new ``nn.Transformer`` (batch_first) holding a copy of every block and both final norms of a tinytf
+    ``EncoderDecoder``; the token embeddings, positions and LM head stay in tinytf. Call it with embedded
+    inputs and ``tgt_mask`` (causal) yourself."""
+    enc, dec = model.encoder.blocks, model.decoder.blocks
+    for block in (*enc, *dec):
+        _check(block)
+    for norm in (model.encoder.final_norm, model.decoder.final_norm):
+        if not isinstance(norm, LayerNorm):
+            raise TinyTFInputError("this model cannot be mapped to nn.Transformer: its final norms are "
+                                   f"{type(norm).__name__}, nn.Transformer's are LayerNorm")
+    encoder_layer, decoder_layer = _empty_layer(enc[0]), _empty_layer(dec[0])
+    ref = nn.Transformer(custom_encoder=nn.TransformerEncoder(encoder_layer, len(enc), nn.LayerNorm(
+                             encoder_layer.linear1.in_features, eps=model.encoder.final_norm.eps,
+                             bias=encoder_layer.linear1.bias is not None), enable_nested_tensor=False),
+                         custom_decoder=nn.TransformerDecoder(decoder_layer, len(dec), nn.LayerNorm(
+                             decoder_layer.linear1.in_features, eps=model.decoder.final_norm.eps,
+                             bias=decoder_layer.linear1.bias is not None)),
+                         d_model=encoder_layer.linear1.in_features, nhead=enc[0].attn.n_heads, batch_first=True)
+    for block, layer in zip(enc, ref.encoder.layers):
+        copy_block(block, layer)
+    for block, layer in zip(dec, ref.decoder.layers):
+        copy_block(block, layer)
+    _copy_module(model.encoder.final_norm, ref.encoder.norm, to_torch=True)
+    _copy_module(model.decoder.final_norm, ref.decoder.norm, to_torch=True)
+    return ref.train(model.training)
 
 
 def from_torch(layer: nn.Module, block):

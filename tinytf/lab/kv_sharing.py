@@ -8,7 +8,7 @@ attention, G = 1 is multi-query attention) has, without biases,
 
 ``kv_sharing`` counts both from tinytf's own ``Attention`` module: the parameters of its four projections
 (built on the meta device, so Llama 3 8B's layer costs no memory) and the cache bytes per position of a real
-``LayerCache`` filled by a forward pass (tests/test_kv_sharing.py checks both against the formulas above).
+``LayerCache`` filled by a forward pass (tests/tinytf/test_kv_sharing.py checks both against the formulas above).
 """
 from __future__ import annotations
 

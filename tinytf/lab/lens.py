@@ -43,3 +43,22 @@ def lens_table(log_probs: torch.Tensor, ids, decode=None) -> dict:
     p_true = lp.gather(-1, true.expand(lp.shape[0], -1)[..., None])[..., 0].exp()
     rank = (lp > lp.gather(-1, true.expand(lp.shape[0], -1)[..., None])).sum(-1)
     return {"top": log_probs.argmax(-1).tolist(), "p_true": p_true, "rank_true": rank}
+
+
+@torch.no_grad()
+def lens_agreement(model, inputs, targets) -> dict:
+    """The logit lens over many windows (``inputs``, ``targets``: [n, T] ids, e.g. from
+    ``textdata.eval_windows``), one ``logit_lens`` per window. Per depth (0 = embeddings, d = after block d-1):
+    {'agree': [depth] fraction of positions whose lens top guess equals the model's final top guess,
+    'bits': [depth] mean cross-entropy of the lens's distribution on the true next ids, in bits}."""
+    inputs, targets = torch.as_tensor(inputs), torch.as_tensor(targets)
+    if inputs.dim() != 2 or inputs.shape != targets.shape or inputs.numel() == 0:
+        raise TinyTFInputError(f"lens_agreement: expected inputs and targets [n, T] of the same shape, got "
+                               f"{list(inputs.shape)} and {list(targets.shape)}")
+    agree, bits = 0.0, 0.0
+    for ids, tgt in zip(inputs, targets):
+        lp = logit_lens(model, ids).double()  # [depth, T, V]
+        agree = agree + (lp.argmax(-1) == lp[-1].argmax(-1)).double().mean(-1)
+        bits = bits - lp.gather(-1, tgt.expand(lp.shape[0], -1)[..., None])[..., 0].mean(-1) / torch.log(
+            torch.tensor(2.0, dtype=torch.float64))
+    return {"agree": (agree / len(inputs)).tolist(), "bits": (bits / len(inputs)).tolist()}

@@ -30,7 +30,7 @@ The export uses PyTorch's TorchScript exporter (``torch.onnx.export(..., dynamo=
 model once on an example and records the operations. The checks of ``tinytf.check_ids`` and of the position
 modules turn tensor values into Python numbers (``int(ids.min())``), which the tracer warns about; they only
 decide whether to raise, and never feed a number into the computation, so the graph holds neither T nor
-the example's ids (``tests/test_onnx_export.py`` runs one session on several lengths and compares every
+the example's ids (``tests/tinytf/test_onnx_export.py`` runs one session on several lengths and compares every
 output with PyTorch). Those warnings are silenced here.
 """
 from __future__ import annotations

@@ -17,7 +17,7 @@ Views (each: a model + ids / a string, or a Trace; numbers read from the trace o
     attention_map(model_or_trace, ids, layer=0, kind="self"|"cross"|"encoder", heads="all"|"mean"|"each"|h)
     residual_view(model, ids, layer=0, sublayer="attn"|"ffn")
     ffn_expansion(model, ids, layer=0)          + ffn_sparsity(...) for the numbers
-    shape_chain(B, T, C, H, D, Cff, seed) -> rows; format_shape_chain(rows) -> text
+    shape_chain(B, T, C, n_heads, D, d_ff, seed) -> rows; format_shape_chain(rows) -> text
     live_panel(text="cat", ...)                 ipywidgets + anywidget, live kernels only
 """
 from .render import SIGNIFICANT_DIGITS, figure_html, figure_json, init_notebook, mimebundle, reset_ids, show

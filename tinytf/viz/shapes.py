@@ -61,15 +61,15 @@ def measure_mixing(model, ids, stages=None, layer: int = 0) -> dict:
     return result
 
 
-def shape_chain(B: int = 2, T: int = 4, C: int = 8, H: int = 2, D: int = 4, Cff: int = 32, seed: int = 0,
+def shape_chain(B: int = 2, T: int = 4, C: int = 8, n_heads: int = 2, D: int = 4, d_ff: int = 32, seed: int = 0,
                 **config_changes) -> list:
-    """Build a real tiny TinyTransformer (d_model=C, n_heads=H, d_ff=Cff, other settings from
+    """Build a real tiny TinyTransformer (d_model=C, n_heads, d_ff, other settings from
     TinyConfig or ``config_changes``, e.g. ffn="relu"), run B random sequences of T byte tokens
     through it with tracing, and return one row per stage of block 0:
     (stage, shape of the traced tensor(s), "yes"/"no" measured mixing)."""
-    if C != H * D:
-        raise TinyTFInputError(f"C must equal H * D (the heads split C); got C={C}, H={H}, D={D}")
-    cfg = TinyConfig(**dict(dict(d_model=C, n_heads=H, d_ff=Cff, n_layers=1, max_seq_len=max(T, 8)),
+    if C != n_heads * D:
+        raise TinyTFInputError(f"C must equal n_heads * D (the heads split C); got C={C}, n_heads={n_heads}, D={D}")
+    cfg = TinyConfig(**dict(dict(d_model=C, n_heads=n_heads, d_ff=d_ff, n_layers=1, max_seq_len=max(T, 8)),
                             **config_changes))
     seed_everything(seed)
     model = TinyTransformer(cfg).eval()

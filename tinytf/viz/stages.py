@@ -61,13 +61,14 @@ def block_stages(trace, layer: int = 0, config=None, include_embedding: Optional
     x_in = p + "resid_pre"
     if top:
         row = [Panel("token embedding", "tok_embed")]
+        label = "embed + pos" if "pos.table" in trace else "embed"  # RoPE and NoPE models add no position vector
         if "pos.table" in trace:
             row += [Panel("position vector", "pos.table", op="+"), Panel("embedding + position", "embed", op="=")]
             how = "each token's embedding plus its position's vector (seen as rows)"
         else:
             how = ("the token embeddings; with RoPE the positions enter later, by rotating Q and K"
                    if rope else "the token embeddings (this model adds no position vector)")
-        stages.append(Stage("embed", "embed + pos", f"Input: {how}", ["tok_embed"], ["embed"], [row]))
+        stages.append(Stage("embed", label, f"Input: {how}", ["tok_embed"], ["embed"], [row]))
     else:
         stages.append(Stage("embed", "stream in", f"Input: the residual stream entering block {layer}",
                             [x_in], [x_in], [[Panel(f"H (stream into block {layer})", x_in)]]))

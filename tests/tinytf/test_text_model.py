@@ -303,3 +303,30 @@ def test_train_text_is_seeded_and_learns(corpus):
     with pytest.raises(tinytf.TinyTFInputError, match="vocab_size >= 256"):
         TR.train_text(tinytf.TinyTransformer(tinytf.TinyConfig(vocab_size=128, n_layers=1)), toy, steps=1,
                       progress=False)
+
+
+# ---------------------------------------------------------------------------------------------- declared context
+
+
+def test_declares_the_length_it_was_trained_on(info):
+    """max_seq_len is the training window, in every sidecar and in the preset that re-creates them."""
+    assert info["config"]["max_seq_len"] == info["seq_len"] == info["task"]["seq_len"] == 128
+    assert TR.TEXT_PRESETS["small"].config.max_seq_len == TR.TEXT_PRESETS["small"].seq_len == 128
+    assert TR.TEXT_PRESETS["small"].config == tinytf.TinyConfig(**info["config"])
+    for name in P.snapshots(NAME).values():
+        data = P.info(name)
+        assert data["config"]["max_seq_len"] == 128 and "RoPE has no parameters" in data["context"], name
+    assert tinytf.generation.context_window(P.load(NAME)) == 128
+
+
+def test_last_quarter_of_a_full_window_is_not_worse_than_the_first(info, model, same_corpus):
+    """Within the declared context the model is right up to its end: bits per byte over the last quarter of a
+    full 128-byte window of held-out text is not worse than over the first quarter (where it has little
+    context); past the window it would be far worse (chapter 11)."""
+    from tinytf.lab.context_length import bits_by_position
+
+    n = info["config"]["max_seq_len"]
+    bits = bits_by_position(model, same_corpus.val, n_windows=64, seq_len=n)
+    first, last = float(bits[:n // 4].mean()), float(bits[-(n // 4):].mean())
+    assert last <= first, (first, last)
+    assert float(bits.mean()) <= TARGET_BPB

@@ -21,7 +21,7 @@ import book_browser
 from conftest import book_url, require
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_bindings import diff  # noqa: E402  (one comparison of plain figures for the binding tests and these)
+from plain_figures import diff  # noqa: E402  (one comparison of plain figures for the binding tests and these)
 
 from tinytf import TinyConfig, TinyTransformer, pretrained, seed_everything  # noqa: E402
 from tinytf.viz.panel import LivePanel, readable_labels  # noqa: E402

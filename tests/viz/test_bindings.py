@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import require, require_module
+from plain_figures import diff
 import torch
 
 import tinytf
@@ -27,7 +27,7 @@ from tinytf.viz.panel import readable_labels
 from tinytf.viz.templates import (apply_template, build_view, byte_labels, export_templates, figure_of,
                                   make_template, panel_views, template_ids)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIND_JS = ROOT / "_static" / "tinytf-bind.js"
 RUNNER = ROOT / "tests" / "js" / "bind_runner.js"
 TEXTS = ["q", "zy!x", "b\x01ac#d~e"]  # T = 1, 4, 8: other tokens than the templates' "abc..."
@@ -46,34 +46,6 @@ MODELS = {  # untrained (the panel's random init: pre/post norm, each FFN) and t
     "induction-2l": lambda: pretrained.load("induction-2l"),
     "text-4l": lambda: pretrained.load("text-4l"),
 }
-
-
-def diff(got, want, path="", tol=None):
-    """First difference between two plain figures (None if equal); numbers within tol if given."""
-    if isinstance(want, bool) or isinstance(got, bool) or not isinstance(want, (int, float)) \
-            or not isinstance(got, (int, float)):
-        if type(got) is not type(want):
-            return f"{path}: {type(got).__name__} {str(got)[:60]} vs {type(want).__name__} {str(want)[:60]}"
-    if isinstance(want, dict):
-        if set(got) != set(want):
-            return f"{path}: keys {sorted(set(got) ^ set(want))} differ"
-        for k in want:
-            d = diff(got[k], want[k], f"{path}.{k}", tol)
-            if d:
-                return d
-    elif isinstance(want, list):
-        if len(got) != len(want):
-            return f"{path}: length {len(got)} vs {len(want)}"
-        for i, (g, w) in enumerate(zip(got, want)):
-            d = diff(g, w, f"{path}[{i}]", tol)
-            if d:
-                return d
-    elif isinstance(want, (int, float)) and not isinstance(want, bool) and tol is not None:
-        if not math.isclose(got, want, rel_tol=0, abs_tol=tol):
-            return f"{path}: {got!r} vs {want!r}"
-    elif got != want:
-        return f"{path}: {got!r} vs {want!r}"
-    return None
 
 
 def _cases(model_key):

@@ -235,7 +235,7 @@ def test_the_live_panel_chapter_executes_under_a_time_limit(tmp_path):
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     copy = tmp_path / "06_decoder_block.ipynb"
     shutil.copy(root / "chapters" / "06_decoder_block.ipynb", copy)
     proc = subprocess.run([sys.executable, str(root / "scripts" / "execute_chapters.py"), "--chapter-timeout", "180",

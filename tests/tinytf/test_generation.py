@@ -259,3 +259,46 @@ def test_invalid_sampling_arguments(kwargs, message):
     if "top_p" in kwargs:
         with pytest.raises(TinyTFInputError, match="top_p must be a number"):
             top_p_filter(torch.zeros(1, 4), kwargs["top_p"])
+
+
+# ---------------------------------------------------------------------------------------------- context window
+
+from tinytf.generation import context_window  # noqa: E402
+
+
+@pytest.mark.parametrize("cfg", [TinyConfig(max_seq_len=12), TinyConfig(max_seq_len=12, n_kv_heads=2, pos="none")],
+                         ids=["rope", "none"])
+@pytest.mark.parametrize("batch", [None, 2], ids=["[T]", "[B,T]"])
+@pytest.mark.parametrize("T", [5, 12, 20], ids=["short prompt", "prompt = window", "prompt > window"])
+def test_past_max_seq_len_both_versions_keep_the_last_window(cfg, batch, T):
+    """Past max_seq_len a RoPE / position-free model sees its last max_seq_len tokens at positions 0..11;
+    naive and cached generation agree token for token, and every step's logits are those of a plain forward
+    pass over the last 12 tokens."""
+    model = model_for(cfg)
+    assert context_window(model) == 12
+    p = prompt(T=T, B=batch)
+    cached = generate(model, p, 25)
+    naive = generate(model, p, 25, use_cache=False)
+    assert torch.equal(cached.tokens, naive.tokens)
+    tokens = cached.tokens if batch else cached.tokens[None]
+    for i, (a, b) in enumerate(zip(cached.step_logits, naive.step_logits)):
+        assert (a - b).abs().max().item() <= ATOL
+        end = T + i  # the step that chose token `end` saw tokens[:end], of which the last 12 at most
+        with torch.no_grad():
+            want = model(tokens[:, max(0, end - 12):end])[:, -1]
+        assert (a - want).abs().max().item() <= ATOL, i
+    assert len(set(tokens[:, T:].flatten().tolist())) > 1
+
+
+def test_the_window_matters_and_tables_that_end_refuse_instead():
+    model = model_for(TinyConfig(max_seq_len=12))
+    wide = model_for(TinyConfig(max_seq_len=64))  # the same weights (RoPE has none), a longer window
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), wide.state_dict().values()))
+    p = prompt(T=10)
+    short, long = generate(model, p, 30), generate(wide, p, 30)
+    assert torch.equal(short.tokens[:13], long.tokens[:13])  # identical while the context fits in 12
+    assert not all(torch.equal(a, b) for a, b in zip(short.step_logits[3:], long.step_logits[3:]))
+    learned = model_for(TinyConfig(pos="learned", max_seq_len=12))
+    assert context_window(learned) is None
+    with pytest.raises(TinyTFInputError, match="covers only max_seq_len=12"):
+        generate(learned, p, 30)

@@ -164,13 +164,68 @@ def test_unknown_exercise_and_describe():
         assert E.describe(name).startswith(E.EXERCISES[name].signature)
 
 
-def test_every_chapter_1_to_10_has_an_exercise():
-    assert sorted({e.chapter for e in E.EXERCISES.values()}) == list(range(1, 11))
+def test_every_chapter_has_an_exercise_and_each_exercise_sits_in_its_chapter():
+    assert sorted({e.chapter for e in E.EXERCISES.values()}) == list(range(1, 13))
     assert tinytf.exercises is E
+    from conftest import ROOT
+
+    for name, exercise in E.EXERCISES.items():
+        (path,) = (ROOT / "chapters").glob(f"{exercise.chapter:02d}_*.ipynb")
+        assert f'check(\\"{name}\\"' in path.read_text(encoding="utf-8"), (
+            f"exercise {name!r} says chapter {exercise.chapter}, but {path.name} does not check it")
 
 
 def test_sampler_mistakes_name_the_setting():
-    no_top_k = E.check("sampler", lambda logits, t, k: torch.softmax(logits / t, -1))
-    assert not no_top_k and "temperature 1.0, top_k 5" in no_top_k.report()
-    inverted = E.check("sampler", lambda logits, t, k: torch.softmax(logits * t, -1))
+    no_top_k = E.check("sampler", lambda logits, t, k, p: torch.softmax(logits / t, -1))
+    assert not no_top_k and "temperature 1.0, top_k 5, top_p None" in no_top_k.report()
+    inverted = E.check("sampler", lambda logits, t, k, p: torch.softmax(logits * t, -1))
     assert not inverted and "temperature 0.7" in inverted.report()
+    only_top_k = E.check("sampler", lambda logits, t, k, p: tinytf.next_token_probs(logits, t, k))
+    assert not only_top_k and "temperature 2.0, top_k None, top_p 0.9" in only_top_k.report()
+
+    def top_p_before_temperature(logits, t, k, p):  # the nucleus of the untempered distribution: wrong
+        kept = tinytf.top_p_filter(logits, p) if p is not None else logits
+        return tinytf.next_token_probs(torch.where(torch.isfinite(kept), logits, -torch.inf), t, k)
+    order = E.check("sampler", top_p_before_temperature)
+    assert not order and "temperature 2.0, top_k None, top_p 0.9" in order.report()
+    assert E.check("sampler", lambda logits, t, k, p: tinytf.next_token_probs(logits, t, k, p))
+
+
+def test_moe_router_mistakes():
+    def no_renorm(logits, k):  # Qwen3-MoE's router without norm_topk_prob: weights do not sum to 1
+        weights, ids = torch.topk(torch.softmax(logits, -1), k, -1)
+        return ids, weights
+
+    def lowest(logits, k):
+        weights, ids = torch.topk(torch.softmax(logits, -1), k, -1, largest=False)
+        return ids, weights / weights.sum(-1, keepdim=True)
+
+    def softmax_of_top_k(logits, k):  # Mixtral's own formula, softmax(TopK(logits)): the same weights
+        top, ids = torch.topk(logits, k, -1)
+        return ids.flip(-1), torch.softmax(top, -1).flip(-1)  # any order of the k experts is fine
+
+    assert not E.check("moe_router", no_renorm)
+    assert not E.check("moe_router", lowest)
+    assert E.check("moe_router", softmax_of_top_k)
+    assert "shapes" in E.check("moe_router", lambda logits, k: E.REFERENCE["moe_router"](logits, k + 1)).report()
+    assert "expected a pair" in E.check("moe_router", lambda logits, k: logits).report()
+    same_twice = E.check("moe_router", lambda logits, k: (torch.zeros(*logits.shape[:-1], k, dtype=torch.long),
+                                                         torch.full((*logits.shape[:-1], k), 0.5)))
+    assert not same_twice and "different experts" in same_twice.report()
+
+
+def test_mean_ablated_block_wrong_answers():
+    def zeroed(x, block, ffn_mean):  # zero-ablation instead of mean-ablation
+        return x + block.attn(block.norm1(x))
+
+    def no_residual(x, block, ffn_mean):  # the mean replaces the whole stream, not the FFN's output
+        return ffn_mean.expand_as(x).clone()
+
+    def ffn_kept(x, block, ffn_mean):  # the mean added on top of the real FFN output
+        u = x + block.attn(block.norm1(x))
+        return u + block.ffn(block.norm2(u)) + ffn_mean
+
+    for wrong in (zeroed, no_residual, ffn_kept):
+        result = E.check("mean_ablated_block", wrong)
+        assert not result and "shape [1, 13, 128] is right" in result.report(), result.report()
+    assert "shape [128], expected [1, 13, 128]" in E.check("mean_ablated_block", lambda x, b, m: m).report()

@@ -181,3 +181,39 @@ def test_encoder_decoder_matches_nn_transformer(norm_first):
         theirs = ref(model.encoder.embed(src), model.decoder.embed(tgt),
                      tgt_mask=nn.Transformer.generate_square_subsequent_mask(5), tgt_is_causal=True)
     assert_close(trace["decoder.final_norm.out"], theirs)
+
+
+# ---- key-padding masks (True = padded), block by block; whole models in tests/test_padding_masks.py ----
+
+LENGTHS_S, LENGTHS_T = torch.tensor([[7], [3]]), torch.tensor([[5], [2]])  # real lengths per batch row
+
+
+@pytest.mark.parametrize("norm_first", NORM_FIRST)
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])  # no_grad: PyTorch's fast path
+def test_encoder_block_matches_encoder_layer_with_key_padding_mask(norm_first, grad):
+    layer = encoder_layer(norm_first)
+    block = tinytf.EncoderBlock(cfg_for("pre" if norm_first else "post")).eval()
+    load_encoder_layer(layer, block)
+    x = x_input()
+    pad = torch.arange(7)[None] >= LENGTHS_S  # [2, 7]
+    with torch.set_grad_enabled(grad):
+        mine, theirs = block(x, key_padding_mask=pad), layer(x, src_key_padding_mask=pad)
+        real = ~pad  # PyTorch's fast path may write 0 at padded positions; the real ones must agree
+        assert_close(mine[real], theirs[real])
+        assert (mine[real] - block(x)[real]).abs().max() > 1e-2  # the mask changes the real positions
+
+
+@pytest.mark.parametrize("norm_first", NORM_FIRST)
+def test_cross_decoder_block_matches_decoder_layer_with_key_padding_masks(norm_first):
+    layer = decoder_layer(norm_first)
+    block = tinytf.CrossDecoderBlock(cfg_for("pre" if norm_first else "post")).eval()
+    load_decoder_layer(layer, block)
+    x, memory = x_input(T=5), x_input(T=7, seed=1)
+    tgt_pad, mem_pad = torch.arange(5)[None] >= LENGTHS_T, torch.arange(7)[None] >= LENGTHS_S
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)  # PyTorch's bool mask: True = may not attend
+    with torch.no_grad():
+        mine = block(x, memory, tgt_padding_mask=tgt_pad, memory_padding_mask=mem_pad)
+        theirs = layer(x, memory, tgt_mask=causal, tgt_is_causal=True, tgt_key_padding_mask=tgt_pad,
+                       memory_key_padding_mask=mem_pad)
+        assert_close(mine, theirs)  # every position, padded query rows too
+        assert (mine - block(x, memory, tgt_padding_mask=tgt_pad)).abs().max() > 1e-2  # memory mask matters

@@ -85,7 +85,7 @@ def test_animated_figures_in_the_book():
     import json
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     animated = {}
     for nb in sorted((root / "chapters").glob("*.ipynb")):
         for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:

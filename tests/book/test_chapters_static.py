@@ -112,6 +112,17 @@ def test_markdown_title_follows_the_setup_cell(name):
         assert int(match.group(1)) == int(prefix), f"{name}: title number {match.group(1)} != file number {prefix}"
 
 
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_introductions_chapter_map_uses_the_chapters_title(name):
+    """intro.md's chapter map names each chapter by the title its page shows (no drift between the two)."""
+    nb = load(name)
+    title = nb.cells[1].source.strip().splitlines()[0].lstrip("#").strip()
+    stem = name.split("/")[-1].removesuffix(".ipynb")
+    intro = (ROOT / "intro.md").read_text(encoding="utf-8")
+    assert f"| [{title}](chapters/{stem}.ipynb)" in intro, (
+        f"intro.md's chapter map must link {stem} as [{title}] (the chapter's own title)")
+
+
 def live_only(cell) -> bool:
     """A live-only cell (e.g. a download of real weights): tagged skip-execution (nbclient and myst-nb do not run
     it) and nbval-skip (nbval does not run it); it is committed without outputs."""

@@ -224,7 +224,7 @@ def test_the_script_runs(tmp_path, capsys):
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "scripts" / "compare_blocks.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "compare_blocks.py"
     spec = importlib.util.spec_from_file_location("compare_blocks_script", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

@@ -14,7 +14,7 @@ from tinytf import viz
 from tinytf.viz.figure_view import FigureView, apply_patch, figure_patch
 
 SMALL = tinytf.TinyConfig(d_model=16, n_heads=2, d_ff=64, n_layers=2)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def size(msg) -> int:

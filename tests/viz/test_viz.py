@@ -389,7 +389,7 @@ def test_ffn_expansion_swiglu_gate_and_sparsity():
 SEED_002_TABLE = """\
 stage           shape             mixes tokens?
 --------------  ----------------  -------------
-embed + pos     [2, 4, 8]         no
+embed           [2, 4, 8]         no
 Norm1           [2, 4, 8]         no
 Q/K/V heads     3 × [2, 2, 4, 4]  no
 RoPE            2 × [2, 2, 4, 4]  no
@@ -407,15 +407,16 @@ residual add 2  [2, 4, 8]         no"""
 
 
 def test_shape_chain_seed_002():
-    rows = viz.shape_chain(B=2, T=4, C=8, H=2, D=4, Cff=32, seed=0)
+    rows = viz.shape_chain(B=2, T=4, C=8, n_heads=2, D=4, d_ff=32, seed=0)
     assert viz.format_shape_chain(rows) == SEED_002_TABLE
     relu = dict((r[0], r) for r in viz.shape_chain(ffn="relu"))
     assert relu["FFN up"][1] == "[2, 4, 32]" and relu["ReLU"][1] == "[2, 4, 32]"
-    assert [r[0] for r in viz.shape_chain(B=1, T=3, C=12, H=3, D=4, Cff=48)][:3] == ["embed + pos", "Norm1",
+    assert [r[0] for r in viz.shape_chain(B=1, T=3, C=12, n_heads=3, D=4, d_ff=48)][:3] == ["embed", "Norm1",
                                                                                     "Q/K/V heads"]
-    assert viz.shape_chain(B=1, T=3, C=12, H=3, D=4, Cff=48)[2][1] == "3 × [1, 3, 3, 4]"
-    with pytest.raises(tinytf.TinyTFInputError, match="H \\* D"):
-        viz.shape_chain(C=8, H=2, D=3)
+    assert viz.shape_chain(B=1, T=3, C=12, n_heads=3, D=4, d_ff=48)[2][1] == "3 × [1, 3, 3, 4]"
+    assert viz.shape_chain(pos="learned")[0][0] == "embed + pos"  # only a learned position table is added
+    with pytest.raises(tinytf.TinyTFInputError, match="n_heads \\* D"):
+        viz.shape_chain(C=8, n_heads=2, D=3)
 
 
 def test_views_reject_bad_input_clearly():

@@ -1,5 +1,5 @@
 """The book frame: configuration, the HTML build (warnings are errors) and what it contains,
-checked without a browser. tests/test_book_browser.py looks at the same pages in Chromium."""
+checked without a browser. tests/browser/test_book_browser.py looks at the same pages in Chromium."""
 from __future__ import annotations
 
 import re
@@ -321,7 +321,7 @@ def test_sanitizer_leaves_parameter_tables_and_causality_outputs_of_chapters_alo
 
 
 EXACT_OUTPUTS = (r"parameter_table|count_parameters|format_table|causality_(check|sweep)|sweep_report"
-                 r"|print\([^\n]*\.shape\b|print\([^\n]*\bids\b")
+                 r"|print\([^\n]*\.shape\b|print\(\s*(ids|token_ids|tokens)\b")
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_DOCS)

@@ -20,7 +20,7 @@ import torch
 import tinytf
 from tinytf.lab.onnx_export import book_models, export_onnx, trace_output_names
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import static_assets  # noqa: E402  (scripts/static_assets.py)
 

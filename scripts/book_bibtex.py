@@ -1,0 +1,26 @@
+"""Sphinx extension: the bibliography's style (`bibtex_default_style: tinytf` in _config.yml).
+
+pybtex's `plain` style, sorted by author, year and title with TeX braces ignored: an organisation written as
+one braced name (``{Gemma Team}``, ``{DeepSeek-AI}``) then sorts under G and D instead of after Z (the brace sorts
+after every letter).
+"""
+from __future__ import annotations
+
+from pybtex.plugin import register_plugin
+from pybtex.style.formatting.plain import Style as PlainStyle
+from pybtex.style.sorting.author_year_title import SortingStyle as AuthorYearTitle
+
+
+class SortingStyle(AuthorYearTitle):
+    def person_key(self, person):
+        return super().person_key(person).replace("{", "").replace("}", "")
+
+
+class Style(PlainStyle):
+    default_sorting_style = "tinytf"
+
+
+def setup(app):
+    register_plugin("pybtex.style.sorting", "tinytf", SortingStyle)
+    register_plugin("pybtex.style.formatting", "tinytf", Style)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,139 @@
+"""tinytf.lab.ablation: zero- and mean-ablation replace exactly the named sublayer outputs (the residual path
+stays), measure per-window bits like textdata.bits_per_byte, and reject bad input with TinyTFInputError."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import tinytf
+from tinytf import textdata
+from tinytf.errors import TinyTFInputError
+from tinytf.lab import ablation as A
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def model():
+    tinytf.seed_everything(0)
+    m = tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=2, d_model=32, n_heads=2, d_ff=64)).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return m
+
+
+@pytest.fixture(scope="module")
+def windows():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 256, (6, 17), generator=g)
+    return ids[:, :-1], ids[:, 1:]
+
+
+def test_sites(model):
+    assert A.sites(model, "ffn") == ["blocks.0.ffn.out", "blocks.1.ffn.out"]
+    assert A.sites(model, "attn", blocks=[1]) == ["blocks.1.attn.out"]
+
+
+def test_zero_ablation_removes_the_sublayer_but_keeps_the_residual(model, windows):
+    ids = windows[0][:2]
+    _, trace = model.run_with_trace(ids, patches=A.ZeroAblation(A.sites(model, "ffn", [0])).patches())
+    assert torch.equal(trace["blocks.0.ffn.out"], torch.zeros_like(trace["blocks.0.ffn.out"]))
+    assert torch.equal(trace["blocks.0.resid_post"], trace["blocks.0.resid_mid"])  # H' = U + 0
+    _, intact = model.run_with_trace(ids)
+    assert torch.equal(trace["blocks.0.resid_mid"], intact["blocks.0.resid_mid"])  # attention before it untouched
+
+
+def test_mean_ablation_writes_the_mean_at_every_position(model, windows):
+    inputs, _ = windows
+    means = A.site_means(model, inputs, A.sites(model, "attn"))
+    _, intact = model.run_with_trace(inputs)
+    assert torch.allclose(means["blocks.1.attn.out"], intact["blocks.1.attn.out"].mean((0, 1)), atol=1e-6)
+    _, trace = model.run_with_trace(inputs[:1], patches=A.MeanAblation(means).patches())
+    out = trace["blocks.1.attn.out"][0]
+    assert torch.equal(out, means["blocks.1.attn.out"].expand_as(out))
+    assert torch.allclose(trace["blocks.1.resid_mid"], trace["blocks.1.resid_pre"] + out)
+
+
+def test_intact_window_bits_match_bits_per_byte():
+    torch.set_num_threads(1)
+    model = tinytf.pretrained("text-4l")
+    data = torch.tensor(list(b"Return the number of items in the list, or None if it is empty. " * 12), dtype=torch.uint8)
+    inputs, targets = textdata.eval_windows(data, 4, 64)
+    bits = A.window_bits(model, inputs, targets)
+    assert bits.shape == (4,)
+    assert abs(bits.mean().item() - textdata.bits_per_byte(model, data, n_windows=4, seq_len=64)) < 1e-4
+    worse = A.window_bits(model, inputs, targets, A.ZeroAblation(A.sites(model, "ffn")))
+    assert (worse > bits).all()
+
+
+def test_conditions_and_summary(model, windows):
+    inputs, targets = windows
+    means = A.site_means(model, inputs, A.sites(model, "attn") + A.sites(model, "ffn"))
+    conds = A.conditions(model, means)
+    assert list(conds)[:5] == ["intact", "attn zero", "attn mean", "ffn zero", "ffn mean"]
+    assert "block 1 ffn mean" in conds and len(conds) == 1 + 4 + 2 * 4
+    assert "attn mean" not in A.conditions(model)
+    bits = {k: A.window_bits(model, inputs, targets, v) for k, v in list(conds.items())[:3]}
+    s = A.summarise(bits, 2)
+    assert s["intact"]["mean"] == pytest.approx(sum(s["intact"]["groups"]) / 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: A.sites(m, "mlp"),
+    lambda m: A.sites(m, "ffn", blocks=[2]),
+    lambda m: A.sites(m, "ffn", blocks=[]),
+    lambda m: A.sites(torch.nn.Linear(2, 2), "ffn"),
+    lambda m: A.ZeroAblation([]),
+    lambda m: A.ZeroAblation(["blocks.0.ffn.post"]),
+    lambda m: A.ZeroAblation(["blocks.5.ffn.out"]).run(m, torch.tensor([1, 2, 3])),
+    lambda m: A.MeanAblation({}),
+    lambda m: A.MeanAblation({"blocks.0.ffn.out": torch.zeros(3, 32)}),
+    lambda m: A.MeanAblation({"blocks.0.ffn.out": torch.zeros(7)}).run(m, torch.tensor([1, 2, 3])),
+    lambda m: A.window_bits(m, torch.tensor([1, 2, 3]), torch.tensor([2, 3, 4])),
+    lambda m: A.window_bits(m, torch.ones(2, 4, dtype=torch.long), torch.ones(2, 5, dtype=torch.long)),
+    lambda m: A.site_means(m, torch.rand(2, 4), ["blocks.0.ffn.out"]),
+    lambda m: A.summarise({"x": torch.zeros(5)}, 2),
+])
+def test_bad_input_raises_a_clear_error(model, call):
+    with pytest.raises(TinyTFInputError):
+        call(model)
+
+
+def test_shipped_results_file():
+    res = json.loads((ROOT / "tinytf" / "checkpoints" / "ablation-text-4l.json").read_text())
+    assert len(res["bits"]) == 1 + 4 + 4 * 4 and all(len(v) == 256 for v in res["bits"].values())
+    assert len(res["groups"]) == 4 and set(res["means"]) == {f"blocks.{i}.{s}.out" for i in range(4)
+                                                               for s in ("attn", "ffn")}
+    intact = sum(res["bits"]["intact"]) / 256
+    info = tinytf.pretrained.info("text-4l")
+    assert abs(intact - info["metrics"]["val_bpb"]) < 0.02  # the same windows bits_per_byte scores
+
+
+def test_induction_score_reads_the_key_after_the_earlier_occurrence():
+    from tinytf import heads
+
+    T, P = 8, 4
+    w = torch.zeros(1, 2, T, T)
+    w[0, :, torch.arange(T), torch.arange(T)] = 1.0  # both heads: attend to self
+    for q in range(P, T):  # head 1: the induction pattern
+        w[0, 1, q] = 0.0
+        w[0, 1, q, q - P + 1] = 1.0
+    assert heads.induction_score(w, P).tolist() == [0.0, 1.0]
+    with pytest.raises(TinyTFInputError):
+        heads.induction_score(w, T)
+
+
+def test_lens_agreement_ends_at_the_model_itself(model, windows):
+    from tinytf import lens
+
+    inputs, targets = windows
+    r = lens.lens_agreement(model, inputs[:2], targets[:2])
+    assert len(r["agree"]) == len(r["bits"]) == 3 and r["agree"][-1] == 1.0
+    bits = A.window_bits(model, inputs[:2], targets[:2]).mean().item()
+    assert r["bits"][-1] == pytest.approx(bits, abs=1e-4)
+    with pytest.raises(TinyTFInputError):
+        lens.lens_agreement(model, inputs[0], targets[0])

@@ -1,0 +1,82 @@
+"""tinytf.lab.context_length: bits per byte by position, position interpolation, and the recorded measurement
+of text-4l past its 128-byte training window that chapter 11 loads."""
+import math
+
+import pytest
+import torch
+
+import tinytf
+from tinytf import TinyConfig, TinyTFInputError, textdata
+from tinytf.lab import context_length as C
+
+
+def small_model(**kw):
+    tinytf.seed_everything(0)
+    return tinytf.TinyTransformer(TinyConfig(n_layers=1, max_seq_len=16, **kw)).eval()
+
+
+def test_bits_by_position_averages_to_bits_per_byte():
+    model = small_model()
+    data = torch.randint(0, 256, (2000,), generator=torch.Generator().manual_seed(0), dtype=torch.long).to(torch.uint8)
+    bits = C.bits_by_position(model, data, n_windows=10, seq_len=16, batch_size=3)
+    assert bits.shape == (16,) and bits.dtype == torch.float64
+    assert float(bits.mean()) == pytest.approx(textdata.bits_per_byte(model, data, 10, 16), abs=1e-5)
+    assert C.band_means(bits, ((0, 4), (4, 16), (8, 32))) == pytest.approx(
+        {"0-4": float(bits[:4].mean()), "4-16": float(bits[4:].mean())})
+
+
+def test_linear_interpolation_gives_position_f_t_the_angles_of_t():
+    model = small_model()
+    pi = C.interpolated(model, 4)
+    assert pi.config.max_seq_len == 64 and pi.config.rope_scaling.kind == "linear"
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), pi.state_dict().values()))
+    # a sequence whose positions are 4x apart... is the same as the original at positions 0..T-1:
+    # compare the rotation directly
+    d = model.config.d_model // model.config.n_heads
+    q = torch.randn(1, 1, 1, d)
+    rot, rot_pi = model.blocks[0].attn.rotary, pi.blocks[0].attn.rotary
+    for t in (1, 5, 9):
+        assert torch.allclose(rot_pi.rotate(q, offset=4 * t), rot.rotate(q, offset=t), atol=1e-5)
+    yarn = C.interpolated(model, 4, "yarn")
+    assert yarn.config.rope_scaling.kind == "yarn" and yarn.config.rope_scaling.original_max_seq_len == 16
+    with pytest.raises(TinyTFInputError, match="pos='learned'"):
+        C.interpolated(small_model(pos="learned"), 2)
+    with pytest.raises(TinyTFInputError, match="kind"):
+        C.interpolated(model, 2, "ntk")
+
+
+def test_rope_angle_table_wavelengths():
+    cfg = TinyConfig(d_model=192, n_heads=6)  # d_head 32: 16 pairs
+    rows = C.rope_angle_table(cfg, [0, 128, 512])
+    assert len(rows) == 16 and rows[0][1] == pytest.approx(2 * math.pi)
+    assert rows[-1][1] == pytest.approx(2 * math.pi * 10000 ** (30 / 32))
+    assert rows[-1][2][2] == pytest.approx(4 * rows[-1][2][1])  # angle grows linearly with the position
+    assert C.rope_angle_table(cfg, [512], factor=4)[-1][2][0] == pytest.approx(rows[-1][2][1])
+
+
+@pytest.fixture(scope="module")
+def results():
+    return C.load_results()
+
+
+def test_recorded_measurement_supports_the_chapter(results):
+    """The claims chapter 11 makes from the recorded measurement (held-out text, 512-byte windows)."""
+    info = tinytf.pretrained.info("text-4l")
+    assert results["trained_seq_len"] == results["declared_max_seq_len"] == info["config"]["max_seq_len"] == 128
+    assert results["seq_len"] == 512 and results["n_windows"] >= 64
+    assert results["corpus_sha256"] == info["corpus"]["sha256"]
+    curves = {k: torch.tensor(v, dtype=torch.float64) for k, v in results["bpb_by_position"].items()}
+    assert set(curves) == {"1", "linear 2", "linear 4", "yarn 4"} and all(len(c) == 512 for c in curves.values())
+    for key, bands in results["bands"].items():
+        assert bands == pytest.approx({k: round(v, 4) for k, v in C.band_means(curves[key]).items()}, abs=2e-4)
+    shipped, uni = results["bands"]["1"], results["baselines"]["unigram"]
+    # good inside the training window, worse than a unigram model far past it
+    assert shipped["96-128"] <= shipped["0-32"] < 2.5
+    assert shipped["128-192"] > shipped["96-128"] + 0.3
+    assert shipped["256-384"] > uni and shipped["384-512"] > uni
+    # the mean over positions 0..127 of 512-byte windows is the 128-byte evaluation's number, up to the windows
+    assert float(curves["1"][:128].mean()) == pytest.approx(info["metrics"]["val_bpb"], abs=0.1)
+    # linear interpolation by 4 without fine-tuning: worse everywhere, even inside the old window
+    assert results["bands"]["linear 4"]["0-32"] > shipped["0-32"] + 1
+    # YaRN by 4 keeps the fast pairs: far better than the shipped model past 256, worse than it inside 128
+    assert results["bands"]["yarn 4"]["384-512"] < shipped["384-512"] - 1

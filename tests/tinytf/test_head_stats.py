@@ -1,0 +1,62 @@
+"""tinytf.lab.head_stats: head measurements over many inputs, with their spread."""
+import math
+
+import pytest
+import torch
+
+import tinytf
+from tinytf.lab import head_stats as hs
+from tinytf.lab import heads as H
+from tinytf.lab import tasks as T
+
+
+def test_spread_mean_std_sem():
+    s = hs.spread([1.0, 2.0, 3.0, 4.0])
+    assert s.mean == 2.5 and s.n == 4
+    assert math.isclose(s.std, math.sqrt(1.25)) and math.isclose(s.sem, math.sqrt(1.25) / math.sqrt(3))
+    assert format(s, ".1f") == "2.5 ± 1.1"
+    assert hs.spread([5.0]).sem == 0.0
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.spread([])
+
+
+def test_induction_summary_matches_one_sample_at_a_time():
+    name = "induction-2l"
+    model = tinytf.pretrained(name)
+    s = hs.induction_summary(model, name, n_samples=3)
+    assert s["total"] == 3 * 9 and 0 <= s["correct"] <= s["total"]
+    prev = []
+    for seed in (1, 2, 3):  # the same numbers, computed one example at a time as chapter 2 used to
+        sample = tinytf.pretrained.sample_input(name, seed=seed)
+        with torch.no_grad():
+            _, tr = model.run_with_trace(sample.ids)
+        cells = [(i, i - 1) for i in range(1, len(sample.ids))]
+        prev.append(float(T.cell_mass(tr["blocks.0.attn.weights"], cells)[0]))
+    assert math.isclose(s["previous"].mean, sum(prev) / 3, rel_tol=1e-6)
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.induction_summary(model, name, n_samples=0)
+
+
+def test_score_tables_average_the_single_window_scores():
+    torch.manual_seed(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=2, d_model=32, n_heads=2))
+    windows = [tinytf.encode("The cat sat on the mat."), tinytf.encode("A dog ran in the park.")]
+    rows = hs.score_tables(model, windows)
+    assert len(rows) == 4 and rows[0]["layer"] == 0 and rows[3]["head"] == 1
+    singles = [H.score_table(model, text) for text in ("The cat sat on the mat.", "A dog ran in the park.")]
+    for j, r in enumerate(rows):
+        for p in H.PATTERNS:
+            assert math.isclose(r[p].mean, (singles[0][j][p] + singles[1][j][p]) / 2, rel_tol=1e-6)
+    best = hs.best_heads(rows)
+    assert all(best[p][p].mean == max(r[p].mean for r in rows) for p in H.PATTERNS)
+    assert "*" in hs.format_score_tables(rows)
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.score_tables(model, [])
+
+
+def test_even_spread_scores():
+    assert math.isclose(hs.even_spread_scores(2)["previous"], 0.5)
+    w = torch.tril(torch.ones(8, 8)) / torch.arange(1, 9)[:, None]
+    assert math.isclose(hs.even_spread_scores(8)["first"], float(H.first_token_score(w[None])[0]), rel_tol=1e-6)
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.even_spread_scores(1)

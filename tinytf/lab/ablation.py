@@ -1,0 +1,196 @@
+"""Ablation: remove what one sublayer writes into the residual stream and measure what the model loses.
+
+    from tinytf import ablation
+    sites = ablation.sites(model, "ffn")                  # ["blocks.0.ffn.out", ..., "blocks.3.ffn.out"]
+    sites = ablation.sites(model, "attn", blocks=[2])     # ["blocks.2.attn.out"]
+    zero = ablation.ZeroAblation(sites)                   # each output replaced by zeros
+    means = ablation.site_means(model, inputs, sites)     # {site: [C]} its mean over every position of inputs
+    mean = ablation.MeanAblation(means)                   # each output replaced by that mean vector
+    logits = mean.run(model, ids)                         # one forward pass with the replacement
+    bits = ablation.window_bits(model, inputs, targets, mean)   # [n] bits per byte of each window
+
+A sublayer's output ``blocks.{i}.attn.out`` / ``blocks.{i}.ffn.out`` is what the pre-norm block adds to the
+stream (``U = H + Attn(Norm1(H))``, ``H' = U + FFN(Norm2(U))``), so replacing it leaves the residual path
+itself intact. The replacement is a function chosen when the ablation is constructed and applied through the
+model's hook points (``run_with_patches``); the blocks' forward passes are the ordinary ones.
+
+Zeroing is the crudest removal: the later layers then read a stream that lacks a vector they always saw, so
+part of the damage is the stream leaving its usual distribution. Mean-ablation replaces the output by its
+average over many positions instead: what is removed is only the part that depends on the particular input.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import torch
+from torch.nn import functional as F
+
+from ..errors import TinyTFInputError
+
+SUBLAYERS = ("attn", "ffn")
+SITE = re.compile(r"^blocks\.(\d+)\.(attn|ffn)\.out$")
+
+
+def _n_blocks(model) -> int:
+    blocks = getattr(model, "blocks", None)
+    if blocks is None or not hasattr(model, "run_with_patches"):
+        raise TinyTFInputError(f"ablation: expected a decoder-only TinyTransformer, got {type(model).__name__}")
+    return len(blocks)
+
+
+def sites(model, sublayer: str, blocks=None) -> list:
+    """The hook names of ``sublayer`` ("attn" or "ffn") in the listed ``blocks`` (None: every block)."""
+    if sublayer not in SUBLAYERS:
+        raise TinyTFInputError(f"ablation.sites: sublayer must be one of {SUBLAYERS}, got {sublayer!r}")
+    n = _n_blocks(model)
+    blocks = range(n) if blocks is None else list(blocks)
+    bad = [b for b in blocks if not isinstance(b, int) or not 0 <= b < n]
+    if bad or not blocks:
+        raise TinyTFInputError(f"ablation.sites: blocks must be a non-empty list of indices 0..{n - 1}, got {blocks}")
+    return [f"blocks.{b}.{sublayer}.out" for b in blocks]
+
+
+def _check_sites(names) -> list:
+    names = [names] if isinstance(names, str) else list(names)
+    if not names:
+        raise TinyTFInputError("ablation: no site given (use ablation.sites(model, 'attn' or 'ffn'))")
+    bad = [s for s in names if not isinstance(s, str) or not SITE.match(s)]
+    if bad:
+        raise TinyTFInputError(f"ablation: {bad} are not sublayer outputs; a site looks like 'blocks.0.ffn.out'")
+    return names
+
+
+class Ablation:
+    """Replace the output of each site by ``replacement(site)(output)``. Subclasses choose the replacement."""
+
+    def __init__(self, site_names):
+        self.sites = _check_sites(site_names)
+
+    def replacement(self, site: str):  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def patches(self) -> dict:
+        """{site: function tensor -> tensor}, for ``model.run_with_patches(ids, patches=...)``."""
+        return {s: self.replacement(s) for s in self.sites}
+
+    @torch.no_grad()
+    def run(self, model, ids):
+        """The model's logits with the ablation applied (``ids`` [T] or [B, T])."""
+        n = _n_blocks(model)
+        too_deep = [s for s in self.sites if int(SITE.match(s).group(1)) >= n]
+        if too_deep:
+            raise TinyTFInputError(f"ablation: {too_deep} name blocks the model does not have (it has {n})")
+        return model.run_with_patches(ids, patches=self.patches())
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.sites})"
+
+
+class ZeroAblation(Ablation):
+    """Each site's output replaced by zeros: the sublayer adds nothing to the stream."""
+
+    def replacement(self, site: str):
+        return torch.zeros_like
+
+
+class MeanAblation(Ablation):
+    """Each site's output replaced by a fixed vector [C] (its mean over many positions, from ``site_means``):
+    the sublayer still adds its average contribution, but nothing that depends on the input."""
+
+    def __init__(self, means: dict):
+        if not isinstance(means, dict) or not means:
+            raise TinyTFInputError("MeanAblation: expected {site: mean vector [C]}, e.g. from ablation.site_means")
+        super().__init__(list(means))
+        self.means = {}
+        for s, m in means.items():
+            m = torch.as_tensor(m)
+            if m.dim() != 1 or not m.is_floating_point():
+                raise TinyTFInputError(f"MeanAblation: the mean of {s} must be a float vector [C], got "
+                                       f"{list(m.shape)} of {m.dtype}")
+            self.means[s] = m.detach().clone()
+
+    def replacement(self, site: str):
+        mean = self.means[site]
+
+        def to_mean(x):
+            if x.shape[-1] != mean.shape[0]:
+                raise TinyTFInputError(f"MeanAblation: the mean of {site} has {mean.shape[0]} features, the model's "
+                                       f"output has {x.shape[-1]}")
+            return mean.to(x.dtype).expand_as(x)
+
+        return to_mean
+
+
+def _check_windows(inputs, targets=None):
+    inputs = torch.as_tensor(inputs)
+    if inputs.dim() != 2 or inputs.is_floating_point() or inputs.numel() == 0:
+        raise TinyTFInputError(f"ablation: expected token ids [n, T], got {list(inputs.shape)} of {inputs.dtype}")
+    if targets is not None and torch.as_tensor(targets).shape != inputs.shape:
+        raise TinyTFInputError(f"ablation: targets {list(torch.as_tensor(targets).shape)} differ from inputs "
+                               f"{list(inputs.shape)}")
+    return inputs
+
+
+@torch.no_grad()
+def site_means(model, inputs, site_names, batch_size: int = 32) -> dict:
+    """{site: [C] float32}: the mean of each site's output over every position of every window of ``inputs``
+    ([n, T] ids), measured on the intact model."""
+    inputs = _check_windows(inputs)
+    names = _check_sites(site_names)
+    model.eval()
+    sums, count = {s: 0.0 for s in names}, 0
+    for i in range(0, len(inputs), batch_size):
+        _, trace = model.run_with_trace(inputs[i:i + batch_size], names=names)
+        missing = [s for s in names if s not in trace]
+        if missing:
+            raise TinyTFInputError(f"site_means: the model has no {missing}")
+        for s in names:
+            sums[s] = sums[s] + trace[s].double().sum(dim=(0, 1))
+        count += inputs[i:i + batch_size].numel()
+    return {s: (sums[s] / count).float() for s in names}
+
+
+@torch.no_grad()
+def window_bits(model, inputs, targets, ablation: Ablation | None = None, batch_size: int = 32) -> torch.Tensor:
+    """[n] float64: the mean cross-entropy in bits per byte of each window (every position counts), with
+    ``ablation`` applied (None: the intact model). ``inputs``, ``targets``: [n, T] ids, as from
+    ``textdata.eval_windows``."""
+    inputs = _check_windows(inputs, targets)
+    targets = torch.as_tensor(targets)
+    model.eval()
+    out = []
+    for i in range(0, len(inputs), batch_size):
+        x = inputs[i:i + batch_size]
+        logits = model(x) if ablation is None else ablation.run(model, x)
+        ce = F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none")  # [b, T]
+        out.append(ce.double().mean(-1) / math.log(2))
+    return torch.cat(out)
+
+
+def conditions(model, means: dict | None = None, per_block: bool = True) -> dict:
+    """{label: Ablation or None}: "intact"; "attn zero", "attn mean", "ffn zero", "ffn mean" (every block at
+    once); with ``per_block``, also "block {i} attn zero" etc. (one sublayer of one block). ``means`` (from
+    ``site_means`` over every site) is needed for the mean-ablations; without it they are left out."""
+    out = {"intact": None}
+    n = _n_blocks(model)
+    groups = [(None, "")] + ([([b], f"block {b} ") for b in range(n)] if per_block else [])
+    for blocks, prefix in groups:
+        for sub in SUBLAYERS:
+            names = sites(model, sub, blocks)
+            out[f"{prefix}{sub} zero"] = ZeroAblation(names)
+            if means is not None:
+                out[f"{prefix}{sub} mean"] = MeanAblation({s: means[s] for s in names})
+    return out
+
+
+def summarise(bits: dict, groups: int) -> dict:
+    """{label: {"mean": bits/byte over all windows, "groups": [mean of each of ``groups`` consecutive equal
+    groups of windows]}} from {label: [n] per-window bits}."""
+    out = {}
+    for label, b in bits.items():
+        b = torch.as_tensor(b, dtype=torch.float64)
+        if groups < 1 or len(b) % groups:
+            raise TinyTFInputError(f"summarise: {len(b)} windows do not split into {groups} equal groups")
+        out[label] = {"mean": float(b.mean()), "groups": b.view(groups, -1).mean(-1).tolist()}
+    return out

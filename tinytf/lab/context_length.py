@@ -1,0 +1,176 @@
+"""How a RoPE model does past the length it was trained on, and what position interpolation changes (chapter 11).
+
+``bits_by_position`` scores a byte-level model on fixed windows of held-out text and returns the mean loss
+(bits per byte) at every position of the window: position t is the prediction of byte t + 1 from bytes
+0..t. ``interpolated`` returns the same model with linear position interpolation: every RoPE frequency
+divided by ``factor`` (``TinyConfig.rope_scaling``), so that position ``factor * t`` gets the angles position
+t had in training; no weight changes (RoPE has none), no fine-tuning.
+
+``python -m tinytf.lab.context_length`` (or ``scripts/context_length.py``) measures text-4l on 512-byte
+windows of its validation split, as it is, interpolated linearly by 2 and 4 and with YaRN by 4, and writes ``RESULTS_PATH``, which
+chapter 11 loads:
+
+    results = load_results()
+    results["bpb_by_position"]["1"]  # 512 numbers: bits per byte at positions 0..511, as shipped
+    results["bpb_by_position"]["linear 4"]  # the same with every RoPE frequency divided by 4
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..config import RopeScaling
+from ..errors import TinyTFInputError
+from . import textdata
+
+RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "text-4l-context.json"
+BANDS = ((0, 32), (96, 128), (128, 192), (192, 256), (256, 384), (384, 512))  # positions [start, end)
+
+
+@torch.no_grad()
+def bits_by_position(model, data: torch.Tensor, n_windows: int, seq_len: int, batch_size: int = 8,
+                     progress=None) -> torch.Tensor:
+    """[seq_len] float64: the mean cross-entropy, in bits, of predicting byte t + 1 at position t, over the
+    ``n_windows`` fixed windows of ``textdata.eval_windows(data, n_windows, seq_len)`` (each window starts at
+    position 0). ``progress``: an optional callable(n_windows_done) for a progress bar."""
+    if seq_len < 1:
+        raise TinyTFInputError(f"bits_by_position: seq_len must be >= 1, got {seq_len}")
+    inputs, targets = textdata.eval_windows(data, n_windows, seq_len)
+    was_training = model.training
+    model.eval()
+    total = torch.zeros(seq_len, dtype=torch.float64)
+    for i in range(0, len(inputs), batch_size):
+        logits = model(inputs[i:i + batch_size])  # [b, seq_len, V]
+        nats = F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none")  # [b, seq_len]
+        total += nats.double().sum(0)
+        if progress is not None:
+            progress(min(batch_size, len(inputs) - i))
+    model.train(was_training)
+    return total / len(inputs) / math.log(2)
+
+
+def band_means(bits, bands=BANDS) -> dict:
+    """{"start-end": mean bits per byte over positions [start, end)} for the bands that fit in ``bits``."""
+    bits = torch.as_tensor(bits, dtype=torch.float64)
+    return {f"{a}-{b}": float(bits[a:b].mean()) for a, b in bands if b <= len(bits)}
+
+
+def interpolated(model, factor: float, kind: str = "linear", max_seq_len=None):
+    """A copy of a RoPE ``model`` with its positions rescaled by ``factor``, declared ``max_seq_len`` = factor x
+    the original (or ``max_seq_len``). ``kind="linear"``: position interpolation, every rotation frequency
+    divided by ``factor`` (``RopeScaling("linear", factor)``); ``kind="yarn"``: YaRN's frequencies with the
+    original length = the model's max_seq_len (fast pairs kept, slow ones interpolated, a ramp between, and
+    its attention factor). The weights are the same values; nothing is trained."""
+    from ..models import TinyTransformer
+
+    cfg = model.config
+    if cfg.pos != "rope":
+        raise TinyTFInputError(f"interpolated: position interpolation rescales RoPE; this model uses pos={cfg.pos!r}")
+    if cfg.rope_scaling is not None:
+        raise TinyTFInputError("interpolated: the model already has a rope_scaling")
+    new_len = max_seq_len if max_seq_len is not None else int(round(cfg.max_seq_len * factor))
+    if kind not in ("linear", "yarn"):
+        raise TinyTFInputError(f"interpolated: kind must be 'linear' or 'yarn', got {kind!r}")
+    scaling = (RopeScaling("linear", float(factor)) if kind == "linear"
+               else RopeScaling("yarn", float(factor), original_max_seq_len=cfg.max_seq_len))
+    new_cfg = cfg.replace(rope_scaling=scaling, max_seq_len=new_len)
+    with torch.random.fork_rng(devices=[]):
+        out = TinyTransformer(new_cfg)
+    out.load_state_dict(model.state_dict())
+    return out.eval()
+
+
+def rope_angle_table(cfg, positions, factor: float = 1.0) -> list:
+    """[(pair index, wavelength in positions, [angle in turns at each position])]: the rotation RoPE applies to
+    each 2-D pair of a head (angle / 2 pi), frequency theta^(-2i/d) / factor. A pair has seen every angle it
+    will ever use only if the training length covers its wavelength."""
+    d = cfg.d_model // cfg.n_heads
+    rows = []
+    for i in range(d // 2):
+        freq = cfg.rope_theta ** (-2 * i / d) / factor
+        rows.append((i, 2 * math.pi / freq, [p * freq / (2 * math.pi) for p in positions]))
+    return rows
+
+
+def load_results(path=None) -> dict:
+    path = Path(path) if path is not None else RESULTS_PATH
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TinyTFInputError(f"{path}: not found; run python -m tinytf.lab.context_length to measure it") from None
+
+
+CONDITIONS = {"1": ("linear", 1), "linear 2": ("linear", 2), "linear 4": ("linear", 4), "yarn 4": ("yarn", 4)}
+
+
+def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, conditions=CONDITIONS,
+            progress: bool = True) -> dict:
+    """Bits per byte by position of checkpoint ``name`` on ``n_windows`` windows of ``seq_len`` bytes of its
+    validation split, for each condition {key: (kind, factor)} (factor 1 = the model as shipped). One torch
+    thread."""
+    from . import pretrained
+
+    info = pretrained.info(name)
+    corpus = textdata.stdlib_corpus()
+    model = pretrained.load(name)
+    n = len(textdata.eval_windows(corpus.val, n_windows, seq_len)[0])
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n * len(conditions), desc=f"{name}, {n} windows of {seq_len} bytes", unit="window")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    try:
+        curves = {}
+        for key, (kind, f) in conditions.items():
+            m = model if f == 1 else interpolated(model, f, kind)
+            curves[key] = bits_by_position(m, corpus.val, n_windows, seq_len,
+                                              progress=bar.update if bar is not None else None)
+        windows = textdata.eval_windows(corpus.val, n_windows, seq_len)
+        unigram = textdata.unigram_bits_per_byte(corpus.train, windows)
+        bigram = textdata.bigram_bits_per_byte(corpus.train, windows)
+    finally:
+        torch.set_num_threads(threads)
+        if bar is not None:
+            bar.close()
+    record = corpus.record()
+    return {
+        "model": name, "trained_seq_len": info["seq_len"], "declared_max_seq_len": info["config"]["max_seq_len"],
+        "data": "validation split of tinytf.textdata.stdlib_corpus() (held-out files)",
+        "corpus_sha256": record["sha256"], "python_version": record["python_version"],
+        "windows": f"tinytf.textdata.eval_windows(val, {n_windows}, {seq_len}): evenly spaced, non-overlapping",
+        "n_windows": n, "seq_len": seq_len,
+        "measured": "float16-stored weights loaded as float32, one torch thread; position t = the prediction of "
+                    "byte t + 1 from bytes 0..t; 'linear f': RopeScaling('linear', f); 'yarn f': RopeScaling('yarn', f, "
+                    "original_max_seq_len=128); no fine-tuning",
+        "torch_version": torch.__version__, "seconds": round(time.perf_counter() - t0, 1),
+        "baselines": {"unigram": round(unigram, 4), "bigram": round(bigram, 4)},
+        "bpb_by_position": {f: [round(float(x), 4) for x in c] for f, c in curves.items()},
+        "bands": {f: {k: round(v, 4) for k, v in band_means(c).items()} for f, c in curves.items()},
+    }
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description="bits per byte by position of text-4l, as shipped and interpolated")
+    p.add_argument("--windows", type=int, default=128)
+    p.add_argument("--seq-len", type=int, default=512)
+    p.add_argument("--out", type=Path, default=RESULTS_PATH)
+    args = p.parse_args(argv)
+    results = measure(n_windows=args.windows, seq_len=args.seq_len)
+    args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(results["bands"], indent=1))
+    print(f"wrote {args.out} ({results['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""Head measurements over many inputs, with their spread (chapter 2).
+
+One input is one data point. These helpers repeat the measurements of chapter 2 over many inputs and report
+a mean and a spread, so that a number printed in the book is a measurement and not an anecdote:
+
+    s = induction_summary(model, "induction-2l", n_samples=100)   # 100 fresh letter strings
+    s["previous"].mean, s["previous"].std                          # layer 0's weight on key i-1, per sample
+    s["correct"], s["total"]                                       # right next letters in the second copies
+    rows = score_tables(lm, windows)                               # tinytf.heads scores, mean and std per head
+
+Every per-input value is computed exactly as in ``tinytf.heads`` and ``tinytf.tasks.cell_mass``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import TinyTFInputError
+from . import heads as H
+from . import pretrained as P
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean, standard deviation (over inputs, population) and number of inputs of one measurement."""
+
+    mean: float
+    std: float
+    n: int
+
+    @property
+    def sem(self) -> float:
+        """Standard error of the mean: std / sqrt(n - 1) (0 for a single input)."""
+        return self.std / math.sqrt(self.n - 1) if self.n > 1 else 0.0
+
+    def __format__(self, spec: str) -> str:
+        spec = spec or ".2f"
+        return f"{self.mean:{spec}} ± {self.std:{spec}}"
+
+
+def spread(values) -> Spread:
+    """A ``Spread`` of a 1-D sequence of numbers."""
+    v = torch.as_tensor(list(values) if not torch.is_tensor(values) else values, dtype=torch.float64).flatten()
+    if v.numel() == 0:
+        raise TinyTFInputError("spread: no values")
+    return Spread(float(v.mean()), float(v.std(unbiased=False)), int(v.numel()))
+
+
+@torch.no_grad()
+def induction_summary(model, name: str, n_samples: int = 100, first_seed: int = 1, length: int = 10) -> dict:
+    """Run ``model`` on ``n_samples`` fresh examples ``tinytf.pretrained.sample_input(name, seed, length)``
+    (seeds first_seed, first_seed + 1, ...) and measure, per example: the mean weight layer 0 (head 0) puts
+    on the previous position, the mean weight layer 1 (head 0) puts on the induction cells, and how many of
+    the predictable next letters (second copy) the model's top prediction gets right.
+
+    Returns {"previous": Spread, "induction": Spread, "accuracy": Spread (per example), "correct": int,
+    "total": int}."""
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise TinyTFInputError(f"induction_summary: n_samples must be a positive int, got {n_samples!r}")
+    samples = [P.sample_input(name, seed=first_seed + s, length=length) for s in range(n_samples)]
+    ids = torch.stack([s.ids for s in samples])  # [N, T]
+    target = torch.stack([s.target for s in samples])  # [N, T], -1 where not predictable
+    logits, trace = model.run_with_trace(ids)
+    w0, w1 = trace["blocks.0.attn.weights"][:, 0], trace["blocks.1.attn.weights"][:, 0]  # [N, T, T]
+    T = ids.shape[1]
+    i = torch.arange(1, T)
+    previous = w0[:, i, i - 1].double().mean(-1)  # [N]
+    q = torch.tensor([c[0] for c in samples[0].cells])
+    k = torch.tensor([c[1] for c in samples[0].cells])
+    induction = w1[:, q, k].double().mean(-1)  # [N]
+    known = target >= 0
+    right = (logits.argmax(-1) == target) & known  # [N, T]
+    per_sample = right.sum(-1).double() / known.sum(-1).double()
+    return {"previous": spread(previous), "induction": spread(induction), "accuracy": spread(per_sample),
+            "correct": int(right.sum()), "total": int(known.sum())}
+
+
+@torch.no_grad()
+def score_tables(model, windows) -> list:
+    """``tinytf.heads.score_table`` on each window of byte ids (``windows``: [N, T] long, or a list of 1-D id
+    tensors), then, per (layer, head), the mean and spread over windows of each pattern's score.
+
+    Returns a list of dicts {layer, head, previous: Spread, word_start: Spread, first: Spread}."""
+    windows = list(windows)
+    if not windows:
+        raise TinyTFInputError("score_tables: no windows")
+    per_window = []
+    for ids in windows:
+        ids = torch.as_tensor(ids).long().flatten()
+        _, trace = model.run_with_trace(ids)
+        per_window.append(H.score_table(trace, bytes(ids.tolist())))
+    rows = []
+    for j, r in enumerate(per_window[0]):
+        rows.append(dict(layer=r["layer"], head=r["head"],
+                         **{p: spread([t[j][p] for t in per_window]) for p in H.PATTERNS}))
+    return rows
+
+
+def best_heads(rows: list) -> dict:
+    """{pattern: the row of ``score_tables`` with the highest mean score for that pattern}."""
+    return {p: max(rows, key=lambda r: r[p].mean) for p in H.PATTERNS}
+
+
+def even_spread_scores(T: int) -> dict:
+    """The scores of a head that spreads its weight evenly over the keys it may read, on T positions:
+    previous token and first byte both give the mean over queries i = 1 .. T-1 of 1 / (i + 1)."""
+    if isinstance(T, bool) or not isinstance(T, int) or T < 2:
+        raise TinyTFInputError(f"even_spread_scores: T must be an int >= 2, got {T!r}")
+    v = sum(1 / (i + 1) for i in range(1, T)) / (T - 1)
+    return {"previous": v, "first": v}
+
+
+def format_score_tables(rows: list) -> str:
+    """The mean ± std table, one line per (layer, head), the best head of each pattern marked with ``*``."""
+    best = best_heads(rows)
+    lines = [f"{'layer':>5} {'head':>4} {'previous':>13} {'word start':>13} {'first byte':>13}"]
+    for r in rows:
+        cells = "".join(f"{r[p]:.2f}{'*' if best[p] is r else ' '}".rjust(14) for p in H.PATTERNS)
+        lines.append(f"{r['layer']:>5} {r['head']:>4}" + cells)
+    return "\n".join(lines)
