@@ -267,7 +267,7 @@ def test_shipped_results_hold_every_variant_warmup_rate_and_seed():
     assert len(s["seeds"]) >= 3 and len(s["lrs"]) >= 3 and len(s["warmups"]) >= 2
     names = list(r["runs"])
     assert names == [n for n in bc.VARIANTS if n in names]  # in the order of VARIANTS
-    assert {"2017", "2026 + MHA", "2026"} <= set(names)  # the blocks chapter 9 compares
+    assert {"2017", "2017 + pre-norm", "2026 + post-norm", "2026 + MHA", "2026"} <= set(names)  # chapter 9's blocks
     configs = bc.block_configs()
     assert bc.configs_of(r) == {n: configs[n] for n in names}
     every = sorted(itertools.product(s["warmups"], s["lrs"], s["seeds"]))
