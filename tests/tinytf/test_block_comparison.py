@@ -19,24 +19,32 @@ from tinytf.norms import LayerNorm
 
 def test_the_seven_variants_and_what_separates_them():
     configs = bc.block_configs()
-    assert tuple(configs) == bc.VARIANTS == ("2017", "2017 + pre-norm", "2017 + RoPE", "2017 + pre-norm + RoPE",
-                                             "2026 + post-norm", "2026 + sinusoidal", "2026 + scaled embeddings",
-                                             "2026")
+    assert tuple(configs) == bc.VARIANTS == ("2017", "2017 + pre-norm", "2026 + post-norm", "2026 + sinusoidal",
+                                             "2026 + scaled embeddings", "2026 + MHA", "2026")
     old, new = configs["2017"], configs["2026"]
     assert set(old.diff(new)) == {"norm", "norm_position", "ffn", "d_ff", "pos", "bias", "n_kv_heads",
                                   "scale_embeddings"}
     assert configs["2017 + pre-norm"].diff(old) == {"norm_position": ("pre", "post")}
-    assert configs["2017 + RoPE"].diff(old) == {"pos": ("rope", "sinusoidal")}
-    assert configs["2017 + pre-norm + RoPE"].diff(old) == {"norm_position": ("pre", "post"),
-                                                           "pos": ("rope", "sinusoidal")}
     assert configs["2026 + post-norm"].diff(new) == {"norm_position": ("post", "pre")}
     # the paper's input layer: sinusoids added to sqrt(d)-scaled embeddings
     assert configs["2026 + sinusoidal"].diff(new) == {"pos": ("sinusoidal", "rope"), "scale_embeddings": (True, False)}
     assert configs["2026 + scaled embeddings"].diff(new) == {"scale_embeddings": (True, False)}
+    # GQA is its own swap: '2026 + MHA' has one K/V head per query head, like the 2017 block
+    assert configs["2026 + MHA"].diff(new) == {"n_kv_heads": (None, 2)}
     assert (old.n_layers, old.encoder_layers, new.n_layers, new.encoder_layers) == (4, 4, 4, 4)
     # SwiGLU at 8/3 d keeps the FFN at about the 2017 block's 8 d^2
     assert abs(3 * new.d_model * new.d_ff - 2 * old.d_model * old.d_ff) <= 3 * new.d_model
     assert list(bc.block_configs(ablations=False)) == ["2017", "2026"]
+
+
+def test_parameters_per_variant():
+    """2026 + MHA is within 3% of the 2017 model; GQA takes 12 attention modules x 2 x d x d/2 away."""
+    n = {name: sum(p.numel() for p in bc.build_model(c, 0).parameters()) for name, c in bc.block_configs().items()}
+    assert abs(n["2026 + MHA"] / n["2017"] - 1) < 0.03
+    d = 32
+    assert n["2026 + MHA"] - n["2026"] == (4 + 4 + 4) * 2 * d * (d // 2)  # 4 encoder + 8 decoder attentions
+    # post-norm has no final norms: 2026 + post-norm has two RMSNorm gains fewer than 2026
+    assert n["2026"] - n["2026 + post-norm"] == 2 * d
 
 
 def test_the_2017_config_is_the_papers_block():
@@ -62,7 +70,12 @@ def test_the_faithful_2017_model_scales_its_embeddings_and_adds_sinusoids():
         # and with a 0.02 init the position vector is ~36x longer)
         ratio = table.norm(dim=-1).mean() / tr[f"{part}.tok_embed"].norm(dim=-1).mean()
         assert 0.4 < ratio < 1.5
-    # post-norm LayerNorm everywhere: the stream leaving each sublayer is a normalised sum
+    # post-norm LayerNorm everywhere: the stream leaving each sublayer is a normalised sum, and no final norm
+    # follows the stacks (the paper has none; the last sublayer's norm is the stack's output)
+    assert isinstance(model.encoder.final_norm, nn.Identity) and isinstance(model.decoder.final_norm, nn.Identity)
+    with torch.no_grad():
+        out = model.decoder(tgt, model.encode(src))
+    assert torch.equal(out, tr["decoder.blocks.3.resid_post"])  # the decoder's output is its last block's
     blocks = list(model.encoder.blocks) + list(model.decoder.blocks)
     assert all(isinstance(b.connect, PostNorm) and isinstance(b.norm1, LayerNorm) for b in blocks)
     x = tr["encoder.blocks.0.resid_pre"]
@@ -78,6 +91,7 @@ def test_the_2026_model_does_not_scale_and_uses_pre_norm():
     assert type(model.encoder.embed) is nn.Embedding
     assert torch.equal(tr["encoder.tok_embed"], model.encoder.embed.weight[src])
     assert all(isinstance(b.connect, PreNorm) for b in model.decoder.blocks)
+    assert not isinstance(model.decoder.final_norm, nn.Identity)  # a pre-norm stack needs its final norm
     sin = bc.build_model(bc.block_configs()["2026 + sinusoidal"], seed=0)
     assert isinstance(sin.decoder.embed, ScaledEmbedding)
 
@@ -139,7 +153,10 @@ def test_training_uses_the_papers_adam(monkeypatch):
     monkeypatch.setattr(torch.optim, "Adam", spy)
     r = bc.train_one(bc.block_configs()["2017"], seed=0, lr=1e-3, steps=2, eval_samples=6)
     assert seen["betas"] == (0.9, 0.98) and seen["eps"] == 1e-9 and seen.get("weight_decay", 0) == 0
-    assert r["lr"] == 1e-3 and len(r["losses"]) == 2 and not r["diverged"]
+    assert r["lr"] == 1e-3 and len(r["losses"]) == 2 and not r["diverged"] and r["warmup"] == 1
+    assert bc.train_one(bc.block_configs()["2017"], seed=0, lr=1e-3, steps=2, eval_samples=0, warmup=7)["warmup"] == 7
+    with pytest.raises(tinytf.TinyTFInputError, match="warmup"):
+        bc.train_one(bc.block_configs()["2017"], seed=0, lr=1e-3, steps=2, warmup=0)
     assert set(r["metrics"]) >= {"loss", "token_accuracy", "exact_match"} and r["val_metrics"] != r["metrics"]
 
 
@@ -164,22 +181,35 @@ def test_a_diverging_run_is_stopped_and_marked(monkeypatch):
 
 def test_short_sweep_is_reproducible_and_complete():
     configs = bc.block_configs(ablations=False)
-    a = bc.run_comparison(configs, seeds=[0, 1], lrs=[1e-3, 4e-3], steps=3, eval_samples=6, progress=False)
-    b = bc.run_comparison(configs, seeds=[0, 1], lrs=[1e-3, 4e-3], steps=3, eval_samples=6, progress=False)
+    a = bc.run_comparison(configs, seeds=[0, 1], lrs=[1e-3, 4e-3], warmups=[1, 2], steps=3, eval_samples=6,
+                          progress=False)
+    b = bc.run_comparison(configs, seeds=[0, 1], lrs=[1e-3, 4e-3], warmups=[1, 2], steps=3, eval_samples=6,
+                          progress=False)
 
     def numbers(res):  # everything but the wall time
         return {k: [{f: v for f, v in r.items() if f != "seconds"} for r in runs] for k, runs in res["runs"].items()}
 
     assert numbers(a) == numbers(b)
     for name in configs:
-        assert [(r["lr"], r["seed"]) for r in a["runs"][name]] == [(1e-3, 0), (1e-3, 1), (4e-3, 0), (4e-3, 1)]
+        assert [(r["warmup"], r["lr"], r["seed"]) for r in a["runs"][name]] == list(
+            itertools.product([1, 2], [1e-3, 4e-3], [0, 1]))
     assert a["runs"]["2017"][0]["losses"] != a["runs"]["2017"][1]["losses"]  # seeds differ
     assert all(len(r["losses"]) == 3 for runs in a["runs"].values() for r in runs)
     assert bc.is_finite(a)
     json.dumps(a, allow_nan=False)  # JSON-able
     assert {k: tinytf.TinyConfig(**v) for k, v in a["configs"].items()} == configs
-    assert a["settings"]["lrs"] == [1e-3, 4e-3] and a["settings"]["warmup_steps"] == 1
-    assert set(bc.best_lrs(a)) == set(configs)
+    assert a["settings"]["lrs"] == [1e-3, 4e-3] and a["settings"]["warmups"] == [1, 2]
+    assert set(bc.best_lrs(a)) == set(configs) and set(bc.best_settings(a, warmup=2)) == set(configs)
+    # the warm-up matters: at step 0 the rate is peak / W
+    w1 = bc.runs_at(a, "2017", 4e-3, warmup=1)[0]["losses"]
+    w2 = bc.runs_at(a, "2017", 4e-3, warmup=2)[0]["losses"]
+    assert w1[0] == w2[0] and w1[1:] != w2[1:]
+    # runs already done are not trained again
+    done = {("2017", 1, 1e-3, 0): dict(bc.runs_at(a, "2017", 1e-3, warmup=1)[0], losses=[9.0])}
+    seen = []
+    c = bc.run_comparison(configs, seeds=[0], lrs=[1e-3], warmups=[1], steps=3, eval_samples=6, progress=False,
+                          done=done, on_run=lambda name, run: seen.append(name))
+    assert seen == ["2026"] and c["runs"]["2017"][0]["losses"] == [9.0]
 
 
 def test_two_processes_give_the_same_numbers_as_one():
@@ -199,14 +229,27 @@ def test_the_script_runs(tmp_path, capsys):
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     out = tmp_path / "r.json"
-    assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--no-ablations",
-                        "--no-progress", "--out", str(out)]) == 0
+    assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--warmups", "1",
+                        "--no-ablations", "--no-progress", "--out", str(out)]) == 0
     r = bc.load_results(out)
     assert r["command"].endswith("--out " + str(out)) and len(r["runs"]["2017"]) == 4
+    assert not (tmp_path / "r.json.partial.jsonl").exists()  # removed once the results file is written
+    # --resume: runs recorded by an interrupted invocation are taken from <out>.partial.jsonl
+    partial = tmp_path / "r.json.partial.jsonl"
+    kept = dict(r["runs"]["2017"][0], losses=[7.0, 7.0])
+    partial.write_text(json.dumps({"name": "2017", "steps": 2, "run": kept}) + "\n")
+    assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--warmups", "1",
+                        "--no-ablations", "--no-progress", "--resume", "--out", str(out)]) == 0
+    resumed = bc.load_results(out)
+    assert resumed["runs"]["2017"][0]["losses"] == [7.0, 7.0] and "--resume" not in resumed["command"]
+    assert resumed["runs"]["2017"][1:] == [dict(x, seconds=y["seconds"], cpu_seconds=y["cpu_seconds"])
+                                          for x, y in zip(r["runs"]["2017"][1:], resumed["runs"]["2017"][1:])]
+    assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--warmups", "1",
+                        "--no-ablations", "--no-progress", "--out", str(out)]) == 0
     assert "best rate" in capsys.readouterr().out
     # --merge adds a variant's runs (here: replaces 2026's with the same numbers) and keeps the order
-    assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--no-ablations",
-                        "--variants", "2026", "--merge", "--no-progress", "--out", str(out)]) == 0
+    assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--warmups", "1",
+                        "--no-ablations", "--variants", "2026", "--merge", "--no-progress", "--out", str(out)]) == 0
     merged = bc.load_results(out)
     assert list(merged["runs"]) == ["2017", "2026"] and "--variants 2026 --merge" in merged["command"]
     assert [x["losses"] for x in merged["runs"]["2026"]] == [x["losses"] for x in r["runs"]["2026"]]
@@ -215,45 +258,52 @@ def test_the_script_runs(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------- the shipped results
 
 
-def test_shipped_results_hold_every_variant_rate_and_seed():
+def test_shipped_results_hold_every_variant_warmup_rate_and_seed():
     r = bc.load_results()
     d = bc.DEFAULTS
     s = r["settings"]
     assert s["steps"] == d["steps"] and s["seeds"] == list(d["seeds"]) and s["lrs"] == list(d["lrs"])
-    assert len(s["seeds"]) >= 3 and len(s["lrs"]) >= 4
-    assert s["warmup_steps"] == bc.warmup_steps(d["steps"]) and s["optimizer"] == bc.RECIPE["optimizer"]
-    assert tuple(r["runs"]) == bc.VARIANTS
-    assert bc.configs_of(r) == bc.block_configs()
+    assert s["warmups"] == list(d["warmups"]) and s["optimizer"] == bc.RECIPE["optimizer"]
+    assert len(s["seeds"]) >= 3 and len(s["lrs"]) >= 3 and len(s["warmups"]) >= 2
+    names = list(r["runs"])
+    assert names == [n for n in bc.VARIANTS if n in names]  # in the order of VARIANTS
+    assert {"2017", "2017 + pre-norm", "2026 + post-norm", "2026 + MHA", "2026"} <= set(names)  # chapter 9's blocks
+    configs = bc.block_configs()
+    assert bc.configs_of(r) == {n: configs[n] for n in names}
+    every = sorted(itertools.product(s["warmups"], s["lrs"], s["seeds"]))
     for name, runs in r["runs"].items():
-        assert sorted((x["lr"], x["seed"]) for x in runs) == sorted(itertools.product(s["lrs"], s["seeds"])), name
+        assert sorted((x["warmup"], x["lr"], x["seed"]) for x in runs) == every, name
         for x in runs:
             assert x["diverged"] or (len(x["losses"]) == d["steps"] and x["metrics"] is not None)
             assert all(math.isfinite(v) for v in x["losses"])
-    best = bc.best_lrs(r)
-    assert set(best) == set(bc.VARIANTS) and all(lr in s["lrs"] for lr in best.values())
-    for name, runs in bc.best_runs(r).items():  # the chosen rate never has a diverged seed
+            assert x["parameters"] == sum(p.numel() for p in bc.build_model(configs[name], 0).parameters())
+    best = bc.best_settings(r)
+    assert set(best) == set(names)
+    for name, runs in bc.best_runs(r).items():  # the chosen cell never has a diverged seed
         assert len(runs) == len(s["seeds"]) and not any(x["diverged"] for x in runs)
 
 
-def test_shipped_best_rates_are_the_lowest_mean_validation_loss():
+def test_shipped_best_cells_are_the_lowest_mean_validation_loss():
     r = bc.load_results()
-    for name, lr in bc.best_lrs(r).items():
-        means = {}
-        for rate in r["settings"]["lrs"]:
-            runs = [x for x in r["runs"][name] if x["lr"] == rate]
-            if not any(x["diverged"] for x in runs):
-                means[rate] = sum(x["val_metrics"]["loss"] for x in runs) / len(runs)
-        assert lr == min(means, key=means.get), name
+    for warmup in (None, *r["settings"]["warmups"]):
+        for name, cell in bc.best_settings(r, warmup).items():
+            means = {}
+            for w in (r["settings"]["warmups"] if warmup is None else [warmup]):
+                for rate in r["settings"]["lrs"]:
+                    runs = [x for x in r["runs"][name] if x["lr"] == rate and x["warmup"] == w]
+                    if not any(x["diverged"] for x in runs):
+                        means[w, rate] = sum(x["val_metrics"]["loss"] for x in runs) / len(runs)
+            assert cell == min(means, key=means.get), (name, warmup)
 
 
 # ---------------------------------------------------------------------------------------------- reading results
 
 
-def run(seed, lr, val, test, exact=0.0, diverged=False):
+def run(seed, lr, val, test, exact=0.0, diverged=False, warmup=16):
     if diverged:
-        return {"seed": seed, "lr": lr, "parameters": 10, "losses": [3.0], "final_loss": None, "diverged": True,
+        return {"seed": seed, "lr": lr, "warmup": warmup, "parameters": 10, "losses": [3.0], "final_loss": None, "diverged": True,
                 "metrics": None, "val_metrics": None}
-    return {"seed": seed, "lr": lr, "parameters": 10, "losses": [3.0, 2.0 + seed, test], "final_loss": test,
+    return {"seed": seed, "lr": lr, "warmup": warmup, "parameters": 10, "losses": [3.0, 2.0 + seed, test], "final_loss": test,
             "diverged": False, "val_metrics": {"loss": val, "token_accuracy": 0.5, "exact_match": exact},
             "metrics": {"loss": test, "token_accuracy": 0.5, "exact_match": exact}}
 
@@ -266,7 +316,33 @@ def fake_results():
             + [run(0, 0.1, 0.1, 0.1), run(1, 0.1, 0.1, 0.1, diverged=True), run(2, 0.1, 0.1, 0.1)],
             "B": [run(s, 0.001, 3.0, 3.0) for s in (0, 1, 2)] + [run(s, 0.01, 3.0, 2.5) for s in (0, 1, 2)]
             + [run(s, 0.1, 1.0 + s / 2, 1.0 + s / 2) for s in (0, 1, 2)]}
-    return {"settings": {"lrs": [0.001, 0.01, 0.1], "seeds": [0, 1, 2]}, "configs": {}, "runs": runs}
+    return {"settings": {"lrs": [0.001, 0.01, 0.1], "warmups": [16], "seeds": [0, 1, 2]}, "configs": {},
+            "runs": runs}
+
+
+def test_the_warmup_is_a_factor():
+    """A second warm-up: A is best at W = 100 (lr 0.1), B stays best at W = 16; tables show both."""
+    r = fake_results()
+    r["settings"]["warmups"] = [16, 100]
+    for name, runs in r["runs"].items():
+        good = 0.05 if name == "A" else 5.0
+        runs += [run(x["seed"], x["lr"], good + x["seed"] if x["lr"] == 0.1 else 4.0, good + x["seed"], warmup=100)
+                 for x in list(runs)]
+    assert bc.best_settings(r) == {"A": (100, 0.1), "B": (16, 0.1)}
+    assert bc.best_settings(r, warmup=16) == {"A": (16, 0.01), "B": (16, 0.1)}
+    assert bc.best_lrs(r, warmup=100) == {"A": 0.1, "B": 0.001}  # B: a tie at 4.0, the smaller rate
+    assert bc.summarise(r)["A"]["warmup"] == 100 and bc.summarise(r, warmup=16)["A"]["lr"] == 0.01
+    table = bc.warmup_table(r)
+    assert table.splitlines()[2].count("<") == 1 and "W = 100" in table.splitlines()[0]
+    assert "W = 16" in bc.grid_table(r, warmup=16).splitlines()[0]
+    with pytest.raises(tinytf.TinyTFInputError, match="several warm-ups"):
+        bc.grid_table(r)
+    with pytest.raises(tinytf.TinyTFInputError, match="warm-up 50"):
+        bc.runs_at(r, "A", 0.1, warmup=50)
+    # per seed, each variant at its own best cell: A (W 100) - B (W 16)
+    assert bc.paired_differences(r, "A", "B") == [(0, pytest.approx(0.05 - 1.0)), (1, pytest.approx(1.05 - 1.5)),
+                                                  (2, pytest.approx(2.05 - 2.0))]
+    assert bc.paired_differences(r, "A", "B", choice=(100, 0.1)) == [(s, pytest.approx(0.05 - 5.0)) for s in (0, 1, 2)]
 
 
 def test_best_lr_selection():
@@ -291,17 +367,19 @@ def test_cells_summaries_and_tables():
     assert s["A"]["lr"] == 0.01 and not s["A"]["at_edge"] and s["B"]["at_edge"]
     assert s["A"]["eval_loss"] == {"mean": 2.5, "std": 1.0, "min": 1.5, "max": 3.5, "n": 3, "diverged": 0}
     assert s["A"]["exact_match"]["mean"] == 0.5 and s["B"]["parameters"] == 10
-    assert bc.summarise(r, lrs=0.001)["A"]["eval_loss"]["mean"] == 2.0  # one rate for all
-    assert bc.summarise(r, lrs={"A": 0.1, "B": 0.01})["A"]["eval_loss"]["diverged"] == 1
+    assert bc.summarise(r, 0.001)["A"]["eval_loss"]["mean"] == 2.0  # one rate for all
+    assert bc.summarise(r, {"A": (16, 0.1), "B": (16, 0.01)})["A"]["eval_loss"]["diverged"] == 1
     table = bc.summary_table(r)
     assert "2.50 ± 1.00" in table and "0.1*" in table and "50 (50-50)" in table
     grid = bc.grid_table(r)
     assert "2.50 ± 1.00 <" in grid and "0.10 ± 0.00!" in grid
     assert bc.paired_differences(r, "A", "B") == [(0, 0.5), (1, 1.0), (2, 1.5)]
     # seed 1 of A diverged at 0.1
-    assert bc.paired_differences(r, "A", "B", lrs=0.1) == [(0, pytest.approx(-0.9)), (2, pytest.approx(-1.9))]
+    assert bc.paired_differences(r, "A", "B", choice=0.1) == [(0, pytest.approx(-0.9)), (2, pytest.approx(-1.9))]
     assert bc.ranking_by_seed(r) == {0: ["B", "A"], 1: ["B", "A"], 2: ["B", "A"]}
     assert bc.beats_in_every_seed(r) == [("B", "A")]
+    pairs = bc.pair_table(r, [("A", "B")])
+    assert "A - B" in pairs and pairs.count("+0.50 +1.00 +1.50  (3/3)") == 2 and "W = 16" in pairs
     assert [x["lr"] for x in bc.best_runs(r)["A"]] == [0.01] * 3
 
 
@@ -323,6 +401,11 @@ def test_bad_input_and_results_files(tmp_path):
     (tmp_path / "old.json").write_text(json.dumps({"settings": {"lr": 0.003}, "configs": {}, "runs": {}}))
     with pytest.raises(tinytf.TinyTFInputError, match="learning-rate grid"):
         bc.load_results(tmp_path / "old.json")
+    (tmp_path / "old2.json").write_text(json.dumps({"settings": {"lrs": [0.003]}, "configs": {}, "runs": {}}))
+    with pytest.raises(tinytf.TinyTFInputError, match="warm-up factor"):
+        bc.load_results(tmp_path / "old2.json")
+    with pytest.raises(tinytf.TinyTFInputError, match="warm-up"):
+        bc.run_comparison(warmups=[0], progress=False)
     with pytest.raises(tinytf.TinyTFInputError, match="seed"):
         bc.run_comparison(seeds=[], progress=False)
     with pytest.raises(tinytf.TinyTFInputError, match="learning rate"):

@@ -1,34 +1,37 @@
 """The 2017 block against the 2026 block, measured (chapter 9, section 9.3).
 
 A 4-layer encoder-decoder (4 encoder + 4 decoder layers, d_model 32) is trained on the toy reversal task of
-``tinytf.tasks`` with eight blocks, several seeds and several peak learning rates each. Every run uses one
-training recipe, the one of "Attention Is All You Need" scaled to a 400-step run, so that only the block differs:
+``tinytf.tasks`` with several blocks, two warm-up lengths, several peak learning rates and several seeds each.
+Every run uses one training recipe, the one of "Attention Is All You Need" scaled to a 400-step run, so that
+only the block, the warm-up and the peak rate differ:
 
 * **the 2017 block, as in the paper**: post-norm, LayerNorm, ReLU MLP with d_ff = 4 d, biases, multi-head
   attention, sinusoidal positions added to the token embeddings *multiplied by sqrt(d_model)*
-  (``scale_embeddings=True``; section 3.4 of the paper);
+  (``scale_embeddings=True``; section 3.4 of the paper), and no norm after the last block (a post-norm stack
+  already ends in one);
 * **the 2026 block**: pre-norm, RMSNorm, SwiGLU with d_ff = 8/3 d (the same FFN parameter count), RoPE,
-  no biases, grouped-query attention (2 key/value heads), no embedding scaling;
-* the variants that separate the causes: 2017 + pre-norm, 2017 + RoPE, 2017 + pre-norm + RoPE,
-  2026 + post-norm, 2026 + sinusoidal (the paper's input layer: sinusoids added to sqrt(d)-scaled embeddings)
-  and 2026 + scaled embeddings (RoPE kept, only the sqrt(d) scaling added).
+  no biases, grouped-query attention (2 key/value heads), no embedding scaling, a final norm;
+* the variants that separate the causes (``VARIANTS``): 2017 + pre-norm, 2026 + post-norm, 2026 + sinusoidal
+  (the paper's input layer: sinusoids added to sqrt(d)-scaled embeddings), 2026 + scaled embeddings (RoPE
+  kept, only the sqrt(d) scaling added) and 2026 + MHA (one key/value head per query head, which also brings
+  the parameter count within 3% of the 2017 model's).
 
 The recipe (``RECIPE``), for every variant:
 
 * initialisation as in the paper's reference code (tensor2tensor): every Linear weight Glorot/Xavier-uniform
   (t2t's "uniform_unit_scaling", gain 1), biases 0, token embeddings N(0, d_model^-1/2), norm gains 1;
 * Adam with beta1 0.9, beta2 0.98, eps 1e-9, no weight decay, no gradient clipping;
-* the paper's schedule: linear warm-up, then decay with the inverse square root of the step,
-  ``lr(n) = peak * min(n / W, sqrt(W / n))``; the paper warms up for 4,000 of its 100,000 steps, so W is
-  the same 4% of the run (16 of 400 steps);
+* the paper's schedule: linear warm-up over W steps, then decay with the inverse square root of the step,
+  ``lr(n) = peak * min(n / W, sqrt(W / n))``. W is a factor of the study (``DEFAULTS["warmups"]``): 16 steps
+  (the paper's 4,000 of 100,000 steps, the same 4% of a 400-step run) and 100 steps (a quarter of the run);
 * no dropout and no label smoothing: every batch is freshly drawn, so there is nothing to regularise, and
   label smoothing would change the loss being compared;
 * peak learning rates from a grid (``DEFAULTS["lrs"]``): the paper's own formula (d^-1/2 W^-1/2) assumes
-  its own size and run length, so each variant is trained at every grid value and shown at its best one.
+  its own size and run length, so each variant is trained at every grid value.
 
-The best learning rate of a variant is the grid value with the lowest mean *validation* loss over the seeds
-(sequences drawn with ``VAL_SEED``); the reported numbers come from another fresh set (``EVAL_SEED``), so
-choosing the rate does not flatter the number reported.
+The best cell (warm-up, peak rate) of a variant is the one with the lowest mean *validation* loss over the
+seeds (sequences drawn with ``VAL_SEED``); the reported numbers come from another fresh set (``EVAL_SEED``),
+so the choice does not flatter the number reported.
 
 ``scripts/compare_blocks.py`` runs the sweep and writes ``tinytf/checkpoints/compare_blocks.json``, which
 ``load_results()`` reads back (it ships with the package, so the chapter works without retraining).
@@ -36,8 +39,7 @@ choosing the rate does not flatter the number reported.
 
 Note: ``build_model`` builds the ``EncoderDecoder`` with plain embeddings and then replaces them by
 ``tinytf.models.ScaledEmbedding`` when the config asks for sqrt(d_model) scaling (``EncoderDecoder`` itself
-honours ``TinyConfig.scale_embeddings``). The detour keeps the random draws, and so the recorded runs of
-``compare_blocks.json``, exactly as they were made.
+honours ``TinyConfig.scale_embeddings``), and replaces the final norms of a post-norm model by the identity.
 """
 from __future__ import annotations
 
@@ -62,24 +64,25 @@ RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "compare_bl
 EVAL_SEED = 10_000
 VAL_SEED = 20_000
 
-#: the seven variants, in the order the chapter shows them
-VARIANTS = ("2017", "2017 + pre-norm", "2017 + RoPE", "2017 + pre-norm + RoPE", "2026 + post-norm",
-            "2026 + sinusoidal", "2026 + scaled embeddings", "2026")
+#: the variants, in the order the chapter shows them
+VARIANTS = ("2017", "2017 + pre-norm", "2026 + post-norm", "2026 + sinusoidal", "2026 + scaled embeddings",
+            "2026 + MHA", "2026")
 
 #: settings of the shipped comparison (scripts/compare_blocks.py uses these unless told otherwise)
 DEFAULTS = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=4, steps=400,
-                lrs=(1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2), batch_size=32, seeds=(0, 1, 2),
+                lrs=(4e-3, 8e-3, 1.6e-2), warmups=(16, 100), batch_size=32, seeds=(0, 1, 2),
                 min_length=3, max_length=8, eval_samples=256, warmup_fraction=0.04)
 
 RECIPE = {
     "optimizer": "Adam(beta1 0.9, beta2 0.98, eps 1e-9), no weight decay, no gradient clipping",
     "schedule": "peak * min(n / W, sqrt(W / n)) at step n = 1, 2, ...: linear warm-up over W steps, then "
-                "inverse square root; W = 4% of the steps (the paper: 4,000 of 100,000)",
+                "inverse square root; W is a factor: 16 steps (4% of the run, as the paper's 4,000 of 100,000) "
+                "or 100 steps",
     "init": "Linear weights Xavier/Glorot uniform, biases 0, token embeddings N(0, d_model^-0.5), norm gains 1 "
             "(the paper's reference code, tensor2tensor)",
     "regularisation": "none (no dropout, no label smoothing): every training batch is freshly drawn",
-    "lr_choice": "per variant, the peak lr with the lowest mean validation loss over seeds (validation "
-                 "sequences drawn with VAL_SEED); reported metrics on other sequences (EVAL_SEED)",
+    "lr_choice": "per variant (and per warm-up), the peak lr with the lowest mean validation loss over seeds "
+                 "(validation sequences drawn with VAL_SEED); reported metrics on other sequences (EVAL_SEED)",
 }
 BETAS = (0.9, 0.98)
 ADAM_EPS = 1e-9
@@ -110,11 +113,10 @@ def block_configs(d_model: int = DEFAULTS["d_model"], n_heads: int = DEFAULTS["n
     return {
         "2017": old,
         "2017 + pre-norm": old.replace(norm_position="pre"),
-        "2017 + RoPE": old.replace(pos="rope"),
-        "2017 + pre-norm + RoPE": old.replace(norm_position="pre", pos="rope"),
         "2026 + post-norm": new.replace(norm_position="post"),
         "2026 + sinusoidal": new.replace(pos="sinusoidal", scale_embeddings=True),
         "2026 + scaled embeddings": new.replace(scale_embeddings=True),
+        "2026 + MHA": new.replace(n_kv_heads=None),
         "2026": new,
     }
 
@@ -160,9 +162,18 @@ def _scale_embeddings(model) -> None:
             part.embed = ScaledEmbedding(part.embed.num_embeddings, part.embed.embedding_dim)
 
 
+def _drop_final_norms(model) -> None:
+    """A post-norm stack ends in the norm of its last sublayer, as in the paper: replace the final norms of
+    encoder and decoder (which a pre-norm stack needs) by the identity, so post-norm models have no extra norm."""
+    for part in (model.encoder, model.decoder):
+        part.final_norm = nn.Identity()
+
+
 def build_model(cfg: TinyConfig, seed: int):
     """A fresh EncoderDecoder for ``cfg``, initialised by ``paper_init`` under ``seed`` (the caller's RNG state
-    is left alone). With ``cfg.scale_embeddings`` its token embeddings are multiplied by sqrt(d_model)."""
+    is left alone). With ``cfg.scale_embeddings`` its token embeddings are multiplied by sqrt(d_model). A
+    post-norm model has no final norm after its encoder and decoder stacks (their last sublayer already ends in
+    one, as in the paper); a pre-norm model keeps them."""
     from ..models import EncoderDecoder
 
     with torch.random.fork_rng(devices=[]):
@@ -170,6 +181,8 @@ def build_model(cfg: TinyConfig, seed: int):
         model = EncoderDecoder(cfg.replace(scale_embeddings=False))  # the draws of the recorded runs
         if cfg.scale_embeddings:
             _scale_embeddings(model)
+        if cfg.norm_position == "post":
+            _drop_final_norms(model)
         paper_init(model)
     if cfg.tie_embeddings:
         model.lm_head.weight = model.decoder.embed.weight
@@ -183,9 +196,11 @@ def _rounded(metrics: dict) -> dict:
 def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["steps"],
               batch_size: int = DEFAULTS["batch_size"], min_length: int = DEFAULTS["min_length"],
               max_length: int = DEFAULTS["max_length"], eval_samples: int = DEFAULTS["eval_samples"],
-              warmup_fraction: float = DEFAULTS["warmup_fraction"], bar=None, threads=None) -> dict:
+              warmup_fraction: float = DEFAULTS["warmup_fraction"], warmup: int | None = None, bar=None,
+              threads=None) -> dict:
     """One run: ``build_model(cfg, seed)`` trained with the recipe at peak rate ``lr`` on reversal batches drawn
     from a generator seeded with ``seed``, then evaluated on fresh sequences (``VAL_SEED`` and ``EVAL_SEED``).
+    ``warmup``: the warm-up length W in steps (default: ``warmup_fraction`` of the run).
 
     A run whose loss stops being finite is stopped there and marked ``diverged`` (its metrics are None).
     ``bar``: a tqdm bar advanced by one per step."""
@@ -195,11 +210,14 @@ def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["step
         torch.set_num_threads(threads)
     task = T.ReversalTask(min_length=min_length, max_length=max_length)
     model = build_model(cfg, seed)
-    warmup = warmup_steps(steps, warmup_fraction)
+    if warmup is None:
+        warmup = warmup_steps(steps, warmup_fraction)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
+        raise TinyTFInputError(f"warmup: expected a positive number of steps, got {warmup!r}")
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=BETAS, eps=ADAM_EPS)
     data = torch.Generator().manual_seed(seed)
     losses, diverged = [], False
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     model.train()
     for step in range(steps):
         for group in opt.param_groups:
@@ -216,13 +234,14 @@ def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["step
         losses.append(loss.item())
         if bar is not None:
             bar.update(1)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     model.eval()
     tail = losses[-max(1, steps // 20):]
-    out = {"seed": seed, "lr": lr, "parameters": sum(p.numel() for p in model.parameters()),
+    out = {"seed": seed, "lr": lr, "warmup": warmup, "parameters": sum(p.numel() for p in model.parameters()),
            "losses": [round(x, 4) for x in losses], "diverged": diverged,
            "final_loss": None if diverged or not tail else round(sum(tail) / len(tail), 5),
-           "metrics": None, "val_metrics": None, "seconds": round(seconds, 1)}
+           "metrics": None, "val_metrics": None, "seconds": round(seconds, 1),
+           "cpu_seconds": round(cpu, 1)}
     if not diverged and eval_samples:
         out["val_metrics"] = _rounded(TR.evaluate(model, task, n_samples=eval_samples, seed=VAL_SEED, threads=None))
         out["metrics"] = _rounded(TR.evaluate(model, task, n_samples=eval_samples, seed=EVAL_SEED, threads=None))
@@ -232,46 +251,58 @@ def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["step
 
 
 def _train_job(args):  # for the process pool (picklable)
-    cfg, seed, lr, common = args
-    return train_one(cfg, seed, lr, threads=1, **common)
+    cfg, seed, lr, warmup, common = args
+    return train_one(cfg, seed, lr, warmup=warmup, threads=1, **common)
 
 
 def run_comparison(configs: dict | None = None, seeds=DEFAULTS["seeds"], steps: int = DEFAULTS["steps"],
-                   lrs=DEFAULTS["lrs"], batch_size: int = DEFAULTS["batch_size"],
+                   lrs=DEFAULTS["lrs"], warmups=DEFAULTS["warmups"], batch_size: int = DEFAULTS["batch_size"],
                    min_length: int = DEFAULTS["min_length"], max_length: int = DEFAULTS["max_length"],
-                   eval_samples: int = DEFAULTS["eval_samples"],
-                   warmup_fraction: float = DEFAULTS["warmup_fraction"], progress: bool = True,
-                   jobs: int = 1) -> dict:
-    """Train one EncoderDecoder per (variant, peak lr, seed) on the reversal task; return a JSON-able dict.
+                   eval_samples: int = DEFAULTS["eval_samples"], progress: bool = True, jobs: int = 1,
+                   done: dict | None = None, on_run=None, priority=None) -> dict:
+    """Train one EncoderDecoder per (variant, warm-up, peak lr, seed) on the reversal task; return a JSON-able dict.
 
-    ``lrs``: one peak learning rate or a sequence of them. Seed s fixes both the initial weights and the
-    training batches, so all variants and rates of one seed see the same data in the same order.
-    ``progress`` shows one tqdm bar over all steps of all runs. ``jobs`` > 1 trains that many runs at once
-    in separate processes with one thread each (the bar then counts finished runs). With ``jobs=1`` the runs
-    use the caller's torch thread count; scripts/compare_blocks.py sets one thread."""
+    ``lrs``: one peak learning rate or a sequence of them; ``warmups``: one warm-up length W (in steps) or a
+    sequence of them. Seed s fixes both the initial weights and the training batches, so all variants, warm-ups
+    and rates of one seed see the same data in the same order. ``progress`` shows one tqdm bar over all steps
+    of all runs. ``jobs`` > 1 trains that many runs at once in separate processes with one thread each (the bar
+    then counts finished runs; the numbers are the same). With ``jobs=1`` the runs use the caller's torch
+    thread count; scripts/compare_blocks.py sets one thread.
+
+    ``done``: {(name, warm-up, lr, seed): run} already trained (e.g. by an interrupted sweep); those are not
+    trained again. ``on_run(name, run)`` is called after every newly finished run (e.g. to save it at once).
+    ``priority``: variant names in the order to train them (every run of the first, then of the next, ...);
+    by default the runs go seed by seed. The results are in the order of ``configs`` either way."""
     configs = block_configs(max_length=max_length) if configs is None else configs
     seeds = list(seeds)
     lrs = [float(lrs)] if isinstance(lrs, (int, float)) else [float(x) for x in lrs]
+    warmups = [warmups] if isinstance(warmups, int) else list(warmups)
     if not seeds:
         raise TinyTFInputError("run_comparison: give at least one seed")
     if not lrs or not all(x > 0 for x in lrs):
         raise TinyTFInputError(f"run_comparison: give at least one positive learning rate, got {lrs!r}")
+    if not warmups or not all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in warmups):
+        raise TinyTFInputError(f"run_comparison: give at least one warm-up length (a positive number of steps), "
+                               f"got {warmups!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise TinyTFInputError(f"jobs: expected a positive integer, got {jobs!r}")
     out = {
         "task": {"name": "reversal", "min_length": min_length, "max_length": max_length},
-        "settings": {"steps": steps, "lrs": lrs, "batch_size": batch_size, "seeds": seeds,
-                     "warmup_steps": warmup_steps(steps, warmup_fraction), "warmup_fraction": warmup_fraction,
+        "settings": {"steps": steps, "lrs": lrs, "warmups": warmups, "batch_size": batch_size, "seeds": seeds,
                      "eval_samples": eval_samples, "eval_seed": EVAL_SEED, "val_seed": VAL_SEED, **RECIPE},
         "configs": {name: _config_dict(cfg) for name, cfg in configs.items()},
         "runs": {name: [] for name in configs},
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "threads": 1 if jobs > 1 else torch.get_num_threads(), "jobs": jobs},
     }
-    todo = [(name, lr, seed) for seed in seeds for lr in lrs for name in configs]
+    every = [(name, w, lr, seed) for seed in seeds for w in warmups for lr in lrs for name in configs]
+    results = {key: run for key, run in (done or {}).items() if key in every}
+    todo = [key for key in every if key not in results]
+    if priority is not None:
+        rank = {name: i for i, name in enumerate(priority)}
+        todo.sort(key=lambda k: rank.get(k[0], len(rank)))  # stable: seed by seed within a variant
     common = dict(steps=steps, batch_size=batch_size, min_length=min_length, max_length=max_length,
-                  eval_samples=eval_samples, warmup_fraction=warmup_fraction)
-    results = {}
+                  eval_samples=eval_samples)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -279,10 +310,12 @@ def run_comparison(configs: dict | None = None, seeds=DEFAULTS["seeds"], steps: 
         bar = (tqdm(total=len(todo) * steps, desc=f"{len(todo)} runs", unit="step", mininterval=1.0)
                if jobs == 1 else tqdm(total=len(todo), desc=f"runs ({jobs} at a time)", unit="run"))
     if jobs == 1:
-        for name, lr, seed in todo:
+        for name, w, lr, seed in todo:
             if bar is not None:
-                bar.set_description(f"{name}, lr {lr:g}, seed {seed}")
-            r = results[name, lr, seed] = train_one(configs[name], seed, lr, bar=bar, **common)
+                bar.set_description(f"{name}, W {w}, lr {lr:g}, seed {seed}")
+            r = results[name, w, lr, seed] = train_one(configs[name], seed, lr, warmup=w, bar=bar, **common)
+            if on_run is not None:
+                on_run(name, r)
             if bar is not None:
                 bar.set_postfix_str(f"last: {'diverged' if r['diverged'] else format(r['final_loss'], '.3f')}")
     else:
@@ -290,19 +323,21 @@ def run_comparison(configs: dict | None = None, seeds=DEFAULTS["seeds"], steps: 
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_train_job, (configs[name], seed, lr, common)): (name, lr, seed)
-                       for name, lr, seed in todo}
+            futures = {pool.submit(_train_job, (configs[name], seed, lr, w, common)): (name, w, lr, seed)
+                       for name, w, lr, seed in todo}
             for f in as_completed(futures):
                 key = futures[f]
                 results[key] = f.result()
+                if on_run is not None:
+                    on_run(key[0], results[key])
                 if bar is not None:
-                    bar.set_postfix_str(f"{key[0]} lr {key[1]:g} seed {key[2]}")
+                    bar.set_postfix_str(f"{key[0]} W {key[1]} lr {key[2]:g} seed {key[3]}")
                     bar.update(1)
     if bar is not None:
         bar.close()
-    for name, lr, seed in sorted(todo, key=lambda k: (list(configs).index(k[0]), lrs.index(k[1]),
-                                                      seeds.index(k[2]))):
-        out["runs"][name].append(results[name, lr, seed])
+    for name, w, lr, seed in sorted(every, key=lambda k: (list(configs).index(k[0]), warmups.index(k[1]),
+                                                         lrs.index(k[2]), seeds.index(k[3]))):
+        out["runs"][name].append(results[name, w, lr, seed])
     return out
 
 
@@ -334,6 +369,9 @@ def load_results(path=None) -> dict:
     if "lrs" not in results["settings"]:
         raise TinyTFInputError(f"{path} has no learning-rate grid (settings 'lrs'); it was written by an older "
                                "scripts/compare_blocks.py: run it again")
+    if "warmups" not in results["settings"]:
+        raise TinyTFInputError(f"{path} has no warm-up factor (settings 'warmups'); it was written by an older "
+                               "scripts/compare_blocks.py: run it again")
     return results
 
 
@@ -349,13 +387,30 @@ def lrs_of(results: dict) -> list:
     return list(results["settings"]["lrs"])
 
 
-def runs_at(results: dict, name: str, lr: float) -> list:
-    """The runs of variant ``name`` at peak rate ``lr``, in seed order."""
+def warmups_of(results: dict) -> list:
+    return list(results["settings"]["warmups"])
+
+
+def _warmup(results: dict, warmup) -> int:
+    """``warmup`` itself, or the only warm-up of the results when it is None."""
+    if warmup is not None:
+        if warmup not in warmups_of(results):
+            raise TinyTFInputError(f"no runs with warm-up {warmup!r}; the warm-ups are {warmups_of(results)}")
+        return warmup
+    if len(warmups_of(results)) != 1:
+        raise TinyTFInputError(f"these results have several warm-ups {warmups_of(results)}: say which one")
+    return warmups_of(results)[0]
+
+
+def runs_at(results: dict, name: str, lr: float, warmup: int | None = None) -> list:
+    """The runs of variant ``name`` at peak rate ``lr`` and warm-up ``warmup`` (steps), in seed order."""
     if name not in results["runs"]:
         raise TinyTFInputError(f"no variant {name!r} in these results; they have {', '.join(results['runs'])}")
-    runs = [r for r in results["runs"][name] if r["lr"] == lr]
+    warmup = _warmup(results, warmup)
+    runs = [r for r in results["runs"][name] if r["lr"] == lr and r["warmup"] == warmup]
     if not runs:
-        raise TinyTFInputError(f"variant {name!r} has no runs at lr {lr!r}; the grid is {lrs_of(results)}")
+        raise TinyTFInputError(f"variant {name!r} has no runs at lr {lr!r} with warm-up {warmup}; the grid is "
+                               f"{lrs_of(results)}")
     return sorted(runs, key=lambda r: r["seed"])
 
 
@@ -375,52 +430,67 @@ def _stats(xs) -> dict:
             "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
-def cell_stats(results: dict, name: str, lr: float, key: str = "eval_loss", split: str = "metrics") -> dict:
-    """Stats over seeds of one (variant, lr) cell: mean, std (sample), min, max, n, plus ``diverged`` (how
-    many seeds diverged; the statistics are then over the others, and are None when none is left)."""
-    values = [_value(r, key, split) for r in runs_at(results, name, lr)]
+def cell_stats(results: dict, name: str, lr: float, key: str = "eval_loss", split: str = "metrics",
+               warmup: int | None = None) -> dict:
+    """Stats over seeds of one (variant, warm-up, lr) cell: mean, std (sample), min, max, n, plus ``diverged``
+    (how many seeds diverged; the statistics are then over the others, and are None when none is left)."""
+    values = [_value(r, key, split) for r in runs_at(results, name, lr, warmup)]
     ok = [v for v in values if v is not None]
     base = _stats(ok) if ok else {"mean": None, "std": None, "min": None, "max": None, "n": 0}
     return dict(base, diverged=len(values) - len(ok))
 
 
-def best_lrs(results: dict) -> dict:
-    """{variant: the peak lr with the lowest mean validation loss over seeds}. A rate at which any seed
-    diverged is not eligible; ties go to the smaller rate."""
+def best_settings(results: dict, warmup: int | None = None) -> dict:
+    """{variant: (warm-up, peak lr)} with the lowest mean validation loss over seeds, among the cells with warm-up
+    ``warmup`` (None: among all warm-ups and rates). A cell where any seed diverged is not eligible; ties go to
+    the shorter warm-up, then to the smaller rate."""
+    warmups = warmups_of(results) if warmup is None else [_warmup(results, warmup)]
     out = {}
     for name in results["runs"]:
         scores = []
-        for lr in lrs_of(results):
-            st = cell_stats(results, name, lr, "eval_loss", "val_metrics")
-            scores.append((math.inf if st["diverged"] or st["mean"] is None else st["mean"], lr))
+        for w in warmups:
+            for lr in lrs_of(results):
+                st = cell_stats(results, name, lr, "eval_loss", "val_metrics", w)
+                scores.append((math.inf if st["diverged"] or st["mean"] is None else st["mean"], w, lr))
         best = min(scores)
         if not math.isfinite(best[0]):
             raise TinyTFInputError(f"variant {name!r} diverged at every learning rate")
-        out[name] = best[1]
+        out[name] = (best[1], best[2])
     return out
 
 
-def _chosen(results: dict, lrs) -> dict:
-    """{variant: lr} from lrs = 'best' (best_lrs), one number (the same for all) or a dict."""
-    if lrs == "best":
-        return best_lrs(results)
-    if isinstance(lrs, dict):
-        return dict(lrs)
-    return {name: lrs for name in results["runs"]}
+def best_lrs(results: dict, warmup: int | None = None) -> dict:
+    """{variant: its best peak lr} at warm-up ``warmup`` (None: the lr of its best (warm-up, lr) cell)."""
+    return {name: lr for name, (_, lr) in best_settings(results, warmup).items()}
 
 
-def summarise(results: dict, lrs="best") -> dict:
-    """Per variant, at its chosen rate (``lrs``: 'best', one rate for all, or {variant: lr}): the lr, whether it
-    is at an edge of the grid, the parameter count, and stats over seeds of the final training loss, the
-    evaluation loss, token accuracy and exact match."""
-    chosen, grid = _chosen(results, lrs), lrs_of(results)
+def _chosen(results: dict, choice="best", warmup: int | None = None) -> dict:
+    """{variant: (warm-up, lr)} from ``choice``: 'best' (``best_settings(results, warmup)``), one peak rate for
+    all (at ``warmup``), a (warm-up, lr) pair for all, or a dict {variant: (warm-up, lr)}."""
+    if isinstance(choice, str):
+        if choice != "best":
+            raise TinyTFInputError(f"choice: expected 'best', a rate, a (warm-up, lr) pair or a dict, got {choice!r}")
+        return best_settings(results, warmup)
+    if isinstance(choice, dict):
+        return {name: tuple(v) for name, v in choice.items()}
+    if isinstance(choice, (tuple, list)):
+        return {name: tuple(choice) for name in results["runs"]}
+    return {name: (_warmup(results, warmup), choice) for name in results["runs"]}
+
+
+def summarise(results: dict, choice="best", warmup: int | None = None) -> dict:
+    """Per variant, at its chosen cell (``choice`` and ``warmup`` as in ``_chosen``; default: its best warm-up
+    and rate by validation loss): the warm-up, the lr, whether the lr is at an edge of the grid, the parameter
+    count, and stats over seeds of the final training loss, the evaluation loss, token accuracy and exact
+    match."""
+    chosen, grid = _chosen(results, choice, warmup), lrs_of(results)
     out = {}
     for name in results["runs"]:
-        lr = chosen[name]
-        runs = runs_at(results, name, lr)
-        out[name] = {"lr": lr, "at_edge": lr in (grid[0], grid[-1]) and len(grid) > 1,
+        w, lr = chosen[name]
+        runs = runs_at(results, name, lr, w)
+        out[name] = {"warmup": w, "lr": lr, "at_edge": lr in (grid[0], grid[-1]) and len(grid) > 1,
                      "parameters": runs[0]["parameters"],
-                     **{key: cell_stats(results, name, lr, key)
+                     **{key: cell_stats(results, name, lr, key, warmup=w)
                         for key in ("final_loss", "eval_loss", "token_accuracy", "exact_match")}}
     return out
 
@@ -431,80 +501,131 @@ def _pm(st: dict, digits: int = 2) -> str:
     return f"{st['mean']:.{digits}f} ± {st['std']:.{digits}f}"
 
 
-def summary_table(results: dict, lrs="best") -> str:
-    """Plain text, one row per variant at its chosen rate: lr, parameters, evaluation loss mean ± std (min ..
-    max) over seeds, token accuracy and exact match (mean and range, in %)."""
-    s = summarise(results, lrs)
+def summary_table(results: dict, choice="best", warmup: int | None = None) -> str:
+    """Plain text, one row per variant at its chosen cell: warm-up W, lr ('*' at an edge of the grid),
+    parameters, evaluation loss mean ± std (min .. max) over seeds, token accuracy and exact match (mean and
+    range, in %)."""
+    s = summarise(results, choice, warmup)
     w = max(7, *(len(n) for n in s))
-    head = (f"{'variant':<{w}} {'lr':>6} {'params':>8}  {'eval loss':>12} {'(min .. max)':>14}  "
+    head = (f"{'variant':<{w}} {'W':>4} {'lr':>6} {'params':>8}  {'eval loss':>12} {'(min .. max)':>14}  "
             f"{'token acc %':>13}  {'exact match %':>15}")
     lines = [head, "-" * len(head)]
     for name, st in s.items():
         e, a, x = st["eval_loss"], st["token_accuracy"], st["exact_match"]
         lr = f"{st['lr']:g}" + ("*" if st["at_edge"] else "")
+        first = f"{name:<{w}} {st['warmup']:>4} {lr:>6} {st['parameters']:>8,}"
         if e["mean"] is None:
-            lines.append(f"{name:<{w}} {lr:>6} {st['parameters']:>8,}  {'diverged':>12}")
+            lines.append(f"{first}  {'diverged':>12}")
             continue
         note = f"  ({e['diverged']} diverged)" if e["diverged"] else ""
-        lines.append(f"{name:<{w}} {lr:>6} {st['parameters']:>8,}  {_pm(e):>12} {e['min']:>6.2f} .. {e['max']:<4.2f}  "
+        lines.append(f"{first}  {_pm(e):>12} {e['min']:>6.2f} .. {e['max']:<4.2f}  "
                      f"{100 * a['mean']:>5.0f} ({100 * a['min']:.0f}-{100 * a['max']:.0f})"
                      f"  {100 * x['mean']:>5.0f} ({100 * x['min']:.0f}-{100 * x['max']:.0f}){note}")
     return "\n".join(lines)
 
 
-def grid_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
+def grid_table(results: dict, key: str = "eval_loss", digits: int = 2, warmup: int | None = None) -> str:
     """Plain text: one row per variant, one column per peak lr, each cell the mean ± std over seeds of ``key``
-    on the evaluation set ('div' when every seed diverged, a '!' when some did); the best rate of each
-    variant (by validation loss) is marked with '<'."""
-    best = best_lrs(results)
+    on the evaluation set at warm-up ``warmup`` ('div' when every seed diverged, a '!' when some did); the
+    best rate of each variant at this warm-up (by validation loss) is marked with '<'."""
+    warmup = _warmup(results, warmup)
+    best = best_lrs(results, warmup)
     grid = lrs_of(results)
     w = max(7, *(len(n) for n in results["runs"]))
     cw = 8 + 2 * digits  # 'x.xx ± y.yy!' and a space before it
-    lines = [f"{'variant':<{w}}" + "".join(f"{'lr ' + format(lr, 'g'):>{cw}}  " for lr in grid).rstrip(),
+    lines = [f"{'W = ' + str(warmup):<{w}}" + "".join(f"{'lr ' + format(lr, 'g'):>{cw}}  " for lr in grid).rstrip(),
              "-" * (w + (cw + 2) * len(grid))]
     for name in results["runs"]:
         cells = []
         for lr in grid:
-            st = cell_stats(results, name, lr, key)
+            st = cell_stats(results, name, lr, key, warmup=warmup)
             text = "div" if st["mean"] is None else _pm(st, digits) + ("!" if st["diverged"] else "")
             cells.append(f"{text:>{cw}}" + (" <" if lr == best[name] else "  "))
         lines.append((f"{name:<{w}}" + "".join(cells)).rstrip())
     return "\n".join(lines)
 
 
+def warmup_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
+    """Plain text: one row per variant; for every warm-up W, the variant at its best rate for that W (by
+    validation loss): lr and mean ± std over seeds of ``key`` on the evaluation set. The last column marks
+    the warm-up of the variant's best cell overall ('<' in the table of ``best_settings``)."""
+    warmups = warmups_of(results)
+    overall = best_settings(results)
+    per_w = {w: best_lrs(results, w) for w in warmups}
+    nw = max(7, *(len(n) for n in results["runs"]))
+    pw = 7 + 2 * digits  # 'x.xx ± y.yy'
+    cw = pw + 13
+    label = key.replace("_", " ")
+    head = f"{'variant':<{nw}}" + "".join(f"{'W = ' + str(w) + ': lr, ' + label:>{cw}}  " for w in warmups)
+    lines = [head.rstrip(), "-" * len(head.rstrip())]
+    for name in results["runs"]:
+        cells = []
+        for w in warmups:
+            lr = per_w[w][name]
+            st = cell_stats(results, name, lr, key, warmup=w)
+            mark = " <" if overall[name] == (w, lr) else "  "
+            cells.append(f"{format(lr, 'g'):>{cw - pw - 1}} {_pm(st, digits):>{pw}}{mark}")
+        lines.append((f"{name:<{nw}}" + "".join(cells)).rstrip())
+    return "\n".join(lines)
+
+
 def paired_differences(results: dict, a: str = "2017", b: str = "2026", key: str = "eval_loss",
-                       lrs="best") -> list:
+                       choice="best", warmup: int | None = None) -> list:
     """Per seed: value(a) - value(b) of ``key`` ('final_loss', 'eval_loss' or a metric name), each variant at its
-    chosen rate (``lrs`` as in ``summarise``), paired by seed; seeds where either run diverged are left out."""
-    chosen = _chosen(results, lrs)
-    va = {r["seed"]: _value(r, key) for r in runs_at(results, a, chosen[a])}
+    chosen cell (``choice``/``warmup`` as in ``summarise``), paired by seed; seeds where either run diverged are
+    left out."""
+    chosen = _chosen(results, choice, warmup)
+    (wa, la), (wb, lb) = chosen[a], chosen[b]
+    va = {r["seed"]: _value(r, key) for r in runs_at(results, a, la, wa)}
     out = []
-    for r in runs_at(results, b, chosen[b]):
+    for r in runs_at(results, b, lb, wb):
         x, y = va.get(r["seed"]), _value(r, key)
         if x is not None and y is not None:
             out.append((r["seed"], x - y))
     return out
 
 
-def ranking_by_seed(results: dict, key: str = "eval_loss", lrs="best") -> dict:
-    """{seed: [variants from lowest to highest ``key``]}, each variant at its chosen rate."""
-    chosen = _chosen(results, lrs)
+def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) -> str:
+    """Plain text: for each pair (a, b), the per-seed differences value(a) - value(b) of ``key`` (positive: b is
+    lower), with both variants at their best rate for each warm-up, and then each at its own best cell
+    (warm-up and rate); after each group, in how many seeds b is lower. Seeds where a run diverged are left
+    out (and counted in the denominator only if both ran)."""
+    choices = [(f"W = {w}", "best", w) for w in warmups_of(results)] + [("each at its best cell", "best", None)]
+    nw = max(len(f"{a} - {b}") for a, b in pairs)
+    n_seeds = len(results["settings"]["seeds"])
+    cw = n_seeds * (digits + 4) + 10
+    head = f"{'a - b':<{nw}}" + "".join(f"  {label:<{cw}}" for label, _, _ in choices)
+    lines = [head.rstrip(), "-" * len(head)]
+    for a, b in pairs:
+        cells = []
+        for _, choice, w in choices:
+            diffs = paired_differences(results, a, b, key, choice, w)
+            text = " ".join(f"{d:+.{digits}f}" for _, d in diffs)
+            cells.append(f"  {text + f'  ({sum(d > 0 for _, d in diffs)}/{len(diffs)})':<{cw}}")
+        lines.append((f"{a + ' - ' + b:<{nw}}" + "".join(cells)).rstrip())
+    return "\n".join(lines)
+
+
+def ranking_by_seed(results: dict, key: str = "eval_loss", choice="best", warmup: int | None = None) -> dict:
+    """{seed: [variants from lowest to highest ``key``]}, each variant at its chosen cell."""
+    chosen = _chosen(results, choice, warmup)
     per_seed = {}
     for name in results["runs"]:
-        for r in runs_at(results, name, chosen[name]):
+        w, lr = chosen[name]
+        for r in runs_at(results, name, lr, w):
             v = _value(r, key)
             per_seed.setdefault(r["seed"], []).append((math.inf if v is None else v, name))
     return {seed: [n for _, n in sorted(vals)] for seed, vals in sorted(per_seed.items())}
 
 
-def beats_in_every_seed(results: dict, key: str = "eval_loss", lrs="best") -> list:
-    """Pairs (a, b) such that a has a lower ``key`` than b in every seed (each at its chosen rate)."""
+def beats_in_every_seed(results: dict, key: str = "eval_loss", choice="best", warmup: int | None = None) -> list:
+    """Pairs (a, b) such that a has a lower ``key`` than b in every seed (each at its chosen cell)."""
     names = list(results["runs"])
     out = []
     for a in names:
         for b in names:
             if a != b:
-                diffs = paired_differences(results, b, a, key, lrs)  # value(b) - value(a) > 0: a is lower
+                diffs = paired_differences(results, b, a, key, choice, warmup)  # value(b) - value(a) > 0
                 if diffs and len(diffs) == len(results["settings"]["seeds"]) and all(d > 0 for _, d in diffs):
                     out.append((a, b))
     return out
@@ -531,10 +652,10 @@ def curve_band(runs: list, window: int = 10) -> dict:
             "seeds": [r["seed"] for r in runs], "curves": [c[:n] for c in curves]}
 
 
-def best_runs(results: dict, lrs="best") -> dict:
-    """{variant: its runs at its chosen rate} (e.g. for ``tinytf.viz.training.loss_curves``)."""
-    chosen = _chosen(results, lrs)
-    return {name: runs_at(results, name, chosen[name]) for name in results["runs"]}
+def best_runs(results: dict, choice="best", warmup: int | None = None) -> dict:
+    """{variant: its runs at its chosen cell} (e.g. for ``tinytf.viz.training.loss_curves``)."""
+    chosen = _chosen(results, choice, warmup)
+    return {name: runs_at(results, name, chosen[name][1], chosen[name][0]) for name in results["runs"]}
 
 
 def is_finite(results: dict) -> bool:
