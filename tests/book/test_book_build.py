@@ -335,3 +335,19 @@ def test_counted_outputs_are_never_tagged_measured(name):
             assert not re.search(EXACT_OUTPUTS, cell.source), (
                 f"{name} cell {i} is tagged `measured` but prints something counted (parameters, the causality "
                 "check, shapes or token ids): split the measurement into its own cell")
+
+
+def glossary_rows() -> list[list[str]]:
+    text = (ROOT / "chapters" / "glossary.md").read_text(encoding="utf-8")
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| English") and not line.startswith("| ---")]
+
+
+def test_glossary_terms_are_unique_and_link_to_where_they_are_taught():
+    """One row per term; the last column links to the section that teaches it ({ref} or {doc}), or is a dash for
+    a term the book mentions but does not teach. A bare chapter number would not take the reader there."""
+    rows = glossary_rows()
+    terms = [r[0] for r in rows]
+    assert len(terms) == len(set(terms)), sorted(t for t in terms if terms.count(t) > 1)
+    bare = [r[0] for r in rows if r[-1] != "–" and "{ref}" not in r[-1] and "{doc}" not in r[-1]]
+    assert not bare, f"glossary rows without a link to where they are taught: {bare}"
