@@ -882,7 +882,7 @@
     el.classList.add("tinytf-drawn");
     figures.push(rec);
     el._tinytf = rec;
-    if (frames.length) { syncControls(rec); }
+    if (rec.frames.length) { syncControls(rec); }
     return render(rec);
   }
 
