@@ -6,8 +6,9 @@
 // onnxruntime-web, the model's ONNX file (logits and every trace tensor as outputs, tinytf.onnx_export)
 // and the view templates of that model (tinytf.viz.binding); then every change runs the model in the
 // browser and window.tinytfBind.apply recomputes the figure from the outputs: the same view, layout and
-// numbers as tinytf.viz in Python. The figure is drawn by window.tinytfFigures (theme, reflow, keyboard
-// controls, text alternative) and updated in place, staying on the stepper's stage.
+// numbers as tinytf.viz in Python. The figure is drawn by the book's figure core, window.tinytfCore
+// (_static/tinytf-core.js: theme, reflow, keyboard controls, text alternative) and updated in place,
+// staying on the stepper's stage; the core's queue runs one update at a time.
 //
 // Nothing loads before the first interaction, so the page's first load does not grow. Messages for bad
 // input are the Python panel's (the templates come from Python in data-panel). A page opened as file://
@@ -144,11 +145,17 @@
     select.value = keep ? String(value) : String(items[0][0]);
   }
 
+  function headOptions(n) {  // the "heads" choices: all, their mean, then each head of a model with n
+    var heads = [["all", "all heads"], ["mean", "mean of heads"]];
+    for (var h = 0; h < n; h++) { heads.push([h, "head " + h]); }
+    return heads;
+  }
+
   function Panel(root) {
     var state = JSON.parse(root.getAttribute("data-panel"));
     var id = "tinytf-panel-" + (++serial);
     this.root = root; this.state = state; this.id = id;
-    this.entry = null; this.ready = false; this.busy = null; this.again = false; this.figure = null;
+    this.entry = null; this.ready = false; this.figure = null;
     root.textContent = "";
     root.setAttribute("role", "group");
     root.setAttribute("aria-label", "Live panel: run the block on your own tokens, in this browser");
@@ -165,7 +172,7 @@
     this.view = field(box, "view", el("select", { id: id + "-view" }));
     options(this.view, Object.keys(state.views).map(function (k) { return [k, state.views[k]]; }), state.view);
     this.head = field(box, "heads", el("select", { id: id + "-head" }));
-    options(this.head, [["all", "all heads"], ["mean", "mean of heads"]], state.head);
+    options(this.head, headOptions(0), state.head);
     this.layer = field(box, "layer", el("select", { id: id + "-layer" }));
     options(this.layer, [[state.layer, String(state.layer)]], state.layer);
     this.run = el("button", { type: "button", "class": "tinytf-anim-btn tinytf-panel-run" }, "▶ Run in this browser");
@@ -180,16 +187,16 @@
     var later = null;
     this.text.addEventListener("input", function () {  // typing: redraw shortly after the last key
       clearTimeout(later);
-      later = setTimeout(function () { self.request("text"); }, 120);
+      later = setTimeout(function () { self.request(); }, 120);
     });
-    this.text.addEventListener("change", function () { clearTimeout(later); self.request("text"); });
+    this.text.addEventListener("change", function () { clearTimeout(later); self.request(); });
     var heads = function () { self.head.disabled = self.view.value !== "attention"; };  // only the map has heads
     this.view.addEventListener("change", heads);
     heads();
     [this.model, this.view, this.head, this.layer].forEach(function (s) {
-      s.addEventListener("change", function () { self.request(s === self.model ? "model" : "view"); });
+      s.addEventListener("change", function () { self.request(); });
     });
-    this.run.addEventListener("click", function () { self.request("run"); });
+    this.run.addEventListener("click", function () { self.request(); });
     if (location.protocol === "file:") { this.say(null, FILE_MESSAGE, true); }
     root._tinytfPanel = this;
   }
@@ -200,18 +207,21 @@
       this.msg.hidden = !message;
     }
   };
-  // one update at a time; a change made while one runs is applied when it ends (the latest wins)
-  Panel.prototype.request = function (why) {
+  // one update at a time; a change made while one runs is applied when it ends (the latest wins):
+  // window.tinytfCore.queue; panel.busy is the update under way (or null), panel.again whether one more is due
+  Panel.prototype.request = function () {
     var self = this;
-    if (this.busy) { this.again = true; return this.busy; }
-    this.busy = this.update(why).catch(function (err) {
-      self.say("", "the panel could not run the model (" + (err && err.message ? err.message : err) + ")");
-    }).then(function () {
-      self.busy = null;
-      if (self.again) { self.again = false; return self.request("again"); }
-    });
-    return this.busy;
+    if (!this.queue) {
+      this.queue = window.tinytfCore.queue(function () {
+        return self.update().catch(function (err) {
+          self.say("", "the panel could not run the model (" + (err && err.message ? err.message : err) + ")");
+        });
+      });
+    }
+    return this.queue();
   };
+  Object.defineProperty(Panel.prototype, "busy", { get: function () { return this.queue ? this.queue.busy : null; } });
+  Object.defineProperty(Panel.prototype, "again", { get: function () { return this.queue ? this.queue.again : false; } });
   Panel.prototype.load = function () {
     var self = this;
     return manifest().then(function (man) {
@@ -227,7 +237,7 @@
       return byKey[self.model.value];
     });
   };
-  Panel.prototype.update = function (why) {
+  Panel.prototype.update = function () {
     var self = this;
     var t0 = performance.now();
     var first = !this.figure;
@@ -266,9 +276,7 @@
     });
   };
   Panel.prototype.fitControls = function (entry) {
-    var heads = [["all", "all heads"], ["mean", "mean of heads"]];
-    for (var h = 0; h < entry.n_heads; h++) { heads.push([h, "head " + h]); }
-    options(this.head, heads, this.head.value);
+    options(this.head, headOptions(entry.n_heads), this.head.value);
     var layers = [];
     for (var l = 0; l < entry.n_layers; l++) { layers.push([l, String(l)]); }
     options(this.layer, layers, this.layer.value);
@@ -300,9 +308,9 @@
     if (!this.figure) {
       this.figure = el("div", { "class": "plotly-graph-div", id: this.id + "-figure" });
       this.figBox.appendChild(this.figure);
-      return Promise.resolve(window.tinytfFigures.draw(this.figure, spec));
+      return Promise.resolve(window.tinytfCore.draw(this.figure, spec));
     }
-    return Promise.resolve(window.tinytfFigures.update(this.figure, spec));
+    return Promise.resolve(window.tinytfCore.update(this.figure, spec));
   };
 
   function init() {

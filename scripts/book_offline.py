@@ -8,6 +8,9 @@ HTML book self-contained:
   plotly.js version as the one the ``plotly`` Python package ships; without ``node_modules`` the
   build falls back to that package's full bundle (4.8 MB; tests/browser/test_a11y_book.py's page-weight
   check then fails);
+* serves the browser's figure core, ``tinytf/viz/figure_core.js`` (the package's file, which the live
+  widget in JupyterLab runs too), as ``_static/tinytf-core.js`` on every page, before the book's own
+  ``_static/*.js`` (it draws every figure; ``tinytf-panel.js`` uses it);
 * copies the MathJax 3 components the book loads from the ``sphinx-mathjax-offline`` package into
   ``_static/mathjax/``: ``startup.js`` (``mathjax_path`` in _config.yml) loads ``core``, the TeX
   input, the CommonHTML output and the assistive MathML for screen readers
@@ -36,6 +39,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
 PLOTLY_JS = "plotly.min.js"
+CORE_JS = "tinytf-core.js"  # the build's name of tinytf/viz/figure_core.js
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
 # a figure div drawn by plotly (tinytf.viz.show and plotly's own to_html both use this class)
 PLOTLY_MARKER = "plotly-graph-div"
@@ -49,6 +53,7 @@ REMOTE_ASSET = re.compile(r"""<(?:script|link)\b[^>]*\b(?:src|href)=["'](?:https
 
 
 ROOT = Path(__file__).resolve().parents[1]
+CORE_SOURCE = ROOT / "tinytf" / "viz" / "figure_core.js"
 PARTIAL_BUNDLE = ROOT / "node_modules" / "plotly.js-cartesian-dist-min"
 
 
@@ -126,6 +131,17 @@ def check_no_remote_assets(app: Sphinx, pagename, templatename, context, doctree
     if hit:
         raise ExtensionError(f"book_offline: page {pagename!r} would load a remote asset: "
                              f"{body[hit.start():hit.start() + 160]!r}")
+
+
+def copy_core(app: Sphinx) -> None:
+    """The figure core goes into the build before any page is written (so that its script tag gets
+    Sphinx's ``?v=`` checksum, and a reader's browser does not keep an old copy)."""
+    if app.builder.format != "html":
+        return
+    core = Path(app.outdir) / "_static" / CORE_JS
+    if not core.exists() or core.read_bytes() != CORE_SOURCE.read_bytes():
+        core.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CORE_SOURCE, core)
 
 
 def copy_assets(app: Sphinx, exception) -> None:
@@ -266,7 +282,9 @@ LAZY_DIRS = ("ort/", "models/")
 
 def setup(app: Sphinx):
     register_plotly_plugin()
+    app.add_js_file(CORE_JS, priority=400)  # every page; before the _static/*.js files (priority 500)
     app.connect("config-inited", lazy_assets_off_pages)
+    app.connect("builder-inited", copy_core)
     app.connect("html-page-context", drop_unusable_widget_state, priority=400)
     app.connect("html-page-context", add_plotly_where_needed)
     app.connect("html-page-context", check_no_remote_assets)

@@ -57,7 +57,7 @@ def source_files() -> list[Path]:
     """Everything a page of the book is made from."""
     patterns = [
         "chapters/*.ipynb", "chapters/*.md", "*.md", "_config.yml", "_toc.yml",
-        "tinytf/**/*.py", "_static/**/*", "scripts/book_offline.py",
+        "tinytf/**/*.py", "tinytf/viz/*.js", "_static/**/*", "scripts/book_offline.py",
         # what scripts/static_assets.py makes _static/models and _static/ort from
         "tinytf/checkpoints/*", "scripts/static_assets.py", "package-lock.json",
     ]

@@ -8,7 +8,7 @@ Two pages are tested:
   Play / Pause drive it (as in classic Jupyter);
 * chapter 6 of the built book (fixtures ``browser`` / ``open_page`` from conftest.py), i.e.
   what a reader gets, with the outputs committed in the notebook: there the book's HTML controls
-  (``_static/tinytf-figures.js``) drive it.
+  (the figure core, ``tinytf/viz/figure_core.js``, served as ``_static/tinytf-core.js``) drive it.
 """
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def test_stepper_on_a_standalone_page(standalone_browser, tmp_path):
 
 # --------------------------------------------------------------------------- the built book
 def drive_book_stepper(page, console_errors, shots_dir: Path | None = None):
-    """The book replaces plotly's slider and buttons by HTML controls (_static/tinytf-figures.js):
+    """The book replaces plotly's slider and buttons by HTML controls (the figure core, _static/tinytf-core.js):
     the step slider to every stage redraws the figure and the caption; Play runs every frame."""
     page.wait_for_function("() => document.querySelector('.plotly-graph-div svg.main-svg')", timeout=30_000)
     names = page.evaluate(FIND_STEPPER.replace("&& d.layout.sliders && d.layout.sliders.length", ""))

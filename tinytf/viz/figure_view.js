@@ -2,6 +2,9 @@
 // Messages from Python: {type: "full", rev, fig, config}, {type: "patch", base, rev, ops}
 // (ops: [path, value] sets, [path] deletes), {type: "plotly"} + the plotly.js source as a buffer.
 // plotly.js: the page's window.Plotly, else asked once per page from the kernel (never another host).
+// The widget's module is tinytf/viz/figure_core.js followed by this file (tinytf.viz.figure_view):
+// `tinytfCore` is the figure core the book uses too (frame merging, slider steps, the redraw queue).
+// In JupyterLab the figure keeps plotly's own slider and Play button (the notebook's look).
 
 const LOADING = "__tinytfPlotlyLoading";
 
@@ -29,29 +32,6 @@ function loadPlotly(model) {
   return window[LOADING];
 }
 
-const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
-const isTyped = (v) => isObject(v) && "bdata" in v && "dtype" in v;
-
-function clone(v) {
-  if (Array.isArray(v)) return v.map(clone);
-  if (isObject(v)) {
-    const out = {};
-    for (const k in v) out[k] = clone(v[k]);
-    return out;
-  }
-  return v;
-}
-
-// what Plotly.animate does with a frame: objects merge, arrays (and typed arrays) replace
-function merge(target, src) {
-  for (const k in src) {
-    const v = src[k];
-    if (isObject(v) && !isTyped(v) && isObject(target[k]) && !isTyped(target[k])) merge(target[k], v);
-    else target[k] = clone(v);
-  }
-  return target;
-}
-
 function applyOps(fig, ops) {
   for (const op of ops) {
     const path = op[0];
@@ -66,71 +46,40 @@ function applyOps(fig, ops) {
   }
 }
 
-function stepFrame(step) {
-  const a = step && step.args && step.args[0];
-  return Array.isArray(a) ? a[0] : typeof a === "string" ? a : null;
-}
-
-// the figure to draw: the held figure with the frame `name` applied and the slider on it
-function figureAt(fig, name, config) {
-  const out = { data: clone(fig.data || []), layout: clone(fig.layout || {}), config };
-  if (fig.frames) out.frames = clone(fig.frames);
-  const frame = name == null || !fig.frames ? null : fig.frames.find((f) => f.name === name);
-  if (!frame) return out;
-  const traces = frame.traces || (frame.data || []).map((_, i) => i);
-  (frame.data || []).forEach((t, j) => {
-    out.data[traces[j]] = merge(out.data[traces[j]] || {}, t);
-  });
-  if (frame.layout) merge(out.layout, frame.layout);
-  for (const slider of out.layout.sliders || []) {
-    const i = (slider.steps || []).findIndex((s) => stepFrame(s) === name);
-    if (i >= 0) slider.active = i;
-  }
-  return out;
-}
-
 function render({ model, el }) {
   const div = document.createElement("div");
   div.className = "tinytf-figure-view";
   div.style.width = "100%";
   div.style.minHeight = model.get("height") + "px";
   el.appendChild(div);
-  let held = null, config = {}, rev = -1, frameName = null, draws = 0;
-  let drawing = false, again = false, closed = false;
+  let held = null, config = {}, rev = -1, frameName = null, draws = 0, closed = false;
 
   function currentFrame() {
     const sliders = div.layout && div.layout.sliders;
     if (sliders && sliders.length) {
       const s = sliders[0];
-      const name = stepFrame((s.steps || [])[s.active || 0]);
+      const name = tinytfCore.stepFrame((s.steps || [])[s.active || 0]);
       if (name != null) frameName = name; // kept while another view (without frames) is shown
     }
     return frameName;
   }
 
-  async function draw() {
-    if (drawing) { again = true; return; }
-    drawing = true;
-    try {
-      const Plotly = await loadPlotly(model);
-      do {
-        again = false;
-        const shownRev = rev;
-        const first = !div._fullLayout;
-        div.style.minHeight = ((held.layout && held.layout.height) || model.get("height")) + "px";
-        await Plotly.react(div, figureAt(held, first ? null : currentFrame(), config));
-        if (first) div.on("plotly_animatingframe", (e) => { frameName = e && e.name; });
-        draws += 1;
-        div.dataset.tinytfRev = String(shownRev);
-        div.dataset.tinytfDraws = String(draws);
-        div.dataset.tinytfDrawn = String(performance.now());
-      } while (again && !closed);
-    } catch (err) {
-      console.error("tinytf FigureView: could not draw the figure", err);
-    } finally {
-      drawing = false;
-    }
+  // one redraw at a time; messages that arrive meanwhile are drawn once, after it (tinytfCore.queue)
+  async function drawNow() {
+    if (closed) return;
+    const Plotly = await loadPlotly(model);
+    const shownRev = rev;
+    const first = !div._fullLayout;
+    div.style.minHeight = ((held.layout && held.layout.height) || model.get("height")) + "px";
+    await Plotly.react(div, tinytfCore.figureAt(held, first ? null : currentFrame(), config));
+    if (first) div.on("plotly_animatingframe", (e) => { frameName = e && e.name; });
+    draws += 1;
+    div.dataset.tinytfRev = String(shownRev);
+    div.dataset.tinytfDraws = String(draws);
+    div.dataset.tinytfDrawn = String(performance.now());
   }
+  const redraw = tinytfCore.queue(drawNow);
+  const draw = () => redraw().catch((err) => console.error("tinytf FigureView: could not draw the figure", err));
 
   function onMessage(msg) {
     if (!msg || (msg.type !== "full" && msg.type !== "patch")) return;

@@ -12,6 +12,10 @@ it has one (JupyterLab and Notebook 7 load it with the first figure shown in a c
 the installed plotly package's bundle (``plotly.offline.get_plotlyjs()``, ~4.8 MB), sent once
 per page as a binary message when the first view asks for it.
 
+The widget's ES module is the browser's figure core (``figure_core.js``, which the book serves as
+``_static/tinytf-core.js``) followed by ``figure_view.js``: one source for frame merging, the slider's
+steps and the redraw queue, read from the installed package (no other file is fetched).
+
 For measurement the plot div records ``data-tinytf-drawn`` (``performance.now()`` after each
 redraw has resolved), ``data-tinytf-draws`` (a counter), ``data-tinytf-received`` (when the
 message arrived) and ``data-tinytf-rev`` (the figure revision shown).
@@ -25,7 +29,14 @@ import traitlets
 
 from .render import PLOTLY_CONFIG, figure_dict
 
-_ESM = pathlib.Path(__file__).with_name("figure_view.js")
+_HERE = pathlib.Path(__file__).parent
+CORE_JS = _HERE / "figure_core.js"
+VIEW_JS = _HERE / "figure_view.js"
+
+
+def widget_esm() -> str:
+    """The widget's ES module: the figure core (it defines ``tinytfCore``), then the widget."""
+    return CORE_JS.read_text(encoding="utf-8") + "\n" + VIEW_JS.read_text(encoding="utf-8")
 
 
 def _is_typed(obj) -> bool:
@@ -82,7 +93,7 @@ class FigureView(anywidget.AnyWidget):
     figure dict (e.g. a FigureSpec); ``key`` names the kind of figure (a new key sends the whole
     figure). ``last_message`` is the message sent last (its ``type`` is "full" or "patch")."""
 
-    _esm = _ESM
+    _esm = widget_esm()
     revision = traitlets.Int(0).tag(sync=True)
     height = traitlets.Int(450).tag(sync=True)
 

@@ -1,7 +1,15 @@
-// tinytf book: how the static book draws the figures of tinytf.viz.show (served locally, no network).
+// tinytf's figure core: the one piece of browser code that draws a figure of tinytf.viz (served locally,
+// no network). One source, three users:
 //
-// The inline script of each figure output calls window.tinytfFigures.draw(div, fig) when this
-// file is on the page (the HTML book), and plain Plotly.newPlot otherwise (classic Jupyter). Here:
+// * the HTML book: scripts/book_offline.py serves this file as _static/tinytf-core.js on every page;
+//   loaded as a classic script it also answers to window.tinytfFigures, which the inline script of each
+//   figure output calls (tinytf.viz.render);
+// * the book's static panel (_static/tinytf-panel.js): draws and updates its figure with draw / update
+//   and serialises its model runs with queue;
+// * the live widget in JupyterLab (tinytf/viz/figure_view.js): FigureView's ES module is this file
+//   followed by figure_view.js (tinytf.viz.figure_view); it uses figureAt, stepFrame and queue.
+//
+// What the book's drawing does:
 //
 // * the title moves out of the SVG into an HTML caption above the figure, which wraps on any
 //   screen (a plotly title never wraps); an animated figure's caption follows its frame;
@@ -17,7 +25,10 @@
 //   text (under "Describe this figure") generated from the numbers it draws; the SVG itself is
 //   hidden from screen readers (read aloud it is every label run together);
 // * the plotly toolbar is left out (the book's figures have nothing to zoom; it was 4 Tab stops a figure).
-(function () {
+//
+// What every user shares: frame merging (figureAt, mergeFrame: what Plotly.animate does), the steps of
+// an animation (steps, stepFrame), and the redraw queue (queue: one run at a time, the latest request wins).
+var tinytfCore = (function () {
   "use strict";
   var MIN_SUBPLOT = 130;      // px: narrower subplots make the figure stack its subplots
   var SPLIT_GAP = 30;         // px between stacked subplots, plus the room their titles need
@@ -224,22 +235,49 @@
   // than the figure had). Each subplot keeps its pixel height; the room above and below it is
   // computed from what is drawn there (titles, turned tick labels, axis titles), so nothing collides.
   // Annotations, colour bars and legends move with their subplot. Returns false when the figure
-  // is left as it is (it has no subplots, or nothing needs to change).
+  // is left as it is (it has no subplots, or nothing needs to change). The steps share one record
+  // `c` (the figure, its sizes in px, its subplots); each step adds what the next ones need.
   function reflow(f, width, force) {
+    var c = reflowPlan(f, width, force);
+    if (!c) { return false; }
+    layoutLines(c);
+    roomAround(c);
+    stackLines(c);
+    moveAnnotations(c);
+    setDomains(c);
+    placeColorbars(c);
+    placeLegend(c);
+    return true;
+  }
+  // the figure's sizes and subplots, or null when its layout stays
+  function reflowPlan(f, width, force) {
     var L = f.layout, m = L.margin;
     var plotW = width - m.l - m.r;
     var H = L.height || 450, plotH = H - m.t - m.b;
     var subs = subplotsOf(f);
-    if (!subs.length) { return false; }
-    var textSize = (L.font && L.font.size) || 12;
+    if (!subs.length) { return null; }
     var bars = colorbars(f);
     var right = 1;
     bars.forEach(function (cb) {
       var x = cb.x == null ? 1.02 : cb.x;
       if (x < 1) { right = Math.min(right, x - 0.01); }
     });
-    var avail = plotW * right;
-    // shared x axes (the stepper's rows) and subplots beside a stack cannot form a grid
+    var irregular = markStacks(subs);
+    // side by side in the figure as it was: the most subplots sharing one band of height
+    var perRow = 1;
+    subs.forEach(function (s) {
+      var n = subs.filter(function (o) { return o.y[0] < s.y[1] - 1e-6 && o.y[1] > s.y[0] + 1e-6; }).length;
+      perRow = Math.max(perRow, n);
+    });
+    var tooNarrow = subs.some(function (s) { return (s.x[1] - s.x[0]) * plotW < MIN_SUBPLOT - 0.5; });
+    if (!force && irregular && !tooNarrow) { return null; }
+    subs.sort(function (a, b) { return (b.order - a.order) || (a.x[0] - b.x[0]); });
+    return { f: f, L: L, m: m, width: width, force: force, plotW: plotW, plotH: plotH, subs: subs, bars: bars,
+             avail: plotW * right, irregular: irregular, perRow: perRow, textSize: (L.font && L.font.size) || 12 };
+  }
+  // each subplot's reading order and whether it spans a stack beside it; true when the subplots
+  // cannot form a grid (shared x axes, as the stepper's rows, or subplots beside a stack)
+  function markStacks(subs) {
     var xUse = {};
     subs.forEach(function (s) { xUse[s.xr] = (xUse[s.xr] || 0) + 1; });
     var shared = subs.some(function (s) { return xUse[s.xr] > 1; });
@@ -254,40 +292,32 @@
       s.order = s.spans ? s.y[0] + 1e-3 : s.y[1];
       s.wide = (s.x[1] - s.x[0]) >= 0.6;
     });
-    var irregular = shared || subs.some(function (s) { return s.spans; });
-    // side by side in the figure as it was: the most subplots sharing one band of height
-    var perRow = 1;
-    subs.forEach(function (s) {
-      var n = subs.filter(function (o) { return o.y[0] < s.y[1] - 1e-6 && o.y[1] > s.y[0] + 1e-6; }).length;
-      perRow = Math.max(perRow, n);
-    });
-    var tooNarrow = subs.some(function (s) { return (s.x[1] - s.x[0]) * plotW < MIN_SUBPLOT - 0.5; });
-    if (!force && irregular && !tooNarrow) { return false; }
-    subs.sort(function (a, b) { return (b.order - a.order) || (a.x[0] - b.x[0]); });
-    var yRoom = function (s) {  // px left of a subplot for its y tick labels and title
-      var room = 10;
-      if (s.ya.showticklabels !== false && s.ya.visible !== false) {
-        var labels = [];
-        f.data.forEach(function (t) {
-          if ((t.yaxis || "y") === s.yr && Array.isArray(t.y) && typeof t.y[0] === "string") { labels = labels.concat(t.y); }
-        });
-        var size = (s.ya.tickfont && s.ya.tickfont.size) || textSize;
-        room += labels.length ? Math.min(120, Math.max.apply(null, labels.map(function (v) { return textWidth(v, size); })))
-                              : 3 * size;
-      }
-      var yt = s.ya.title && (typeof s.ya.title === "string" ? s.ya.title : s.ya.title.text);
-      if (yt) { room += 20; }
-      return room;
-    };
-    var gap = 16;
-    subs.forEach(function (s) { gap = Math.max(gap, yRoom(s)); });
-    var cols = 1;
-    if (!force && !irregular) {
-      cols = Math.max(1, Math.min(perRow, Math.floor((avail + gap) / (MIN_SUBPLOT + gap))));
+    return shared || subs.some(function (s) { return s.spans; });
+  }
+  function yRoom(f, s, textSize) {  // px left of a subplot for its y tick labels and title
+    var room = 10;
+    if (s.ya.showticklabels !== false && s.ya.visible !== false) {
+      var labels = [];
+      f.data.forEach(function (t) {
+        if ((t.yaxis || "y") === s.yr && Array.isArray(t.y) && typeof t.y[0] === "string") { labels = labels.concat(t.y); }
+      });
+      var size = (s.ya.tickfont && s.ya.tickfont.size) || textSize;
+      room += labels.length ? Math.min(120, Math.max.apply(null, labels.map(function (v) { return textWidth(v, size); })))
+                            : 3 * size;
     }
-    // lines of subplots
+    var yt = s.ya.title && (typeof s.ya.title === "string" ? s.ya.title : s.ya.title.text);
+    if (yt) { room += 20; }
+    return room;
+  }
+  // c.lines: the subplots in lines of at most c.cols; each subplot's new x (newX0, newW in px)
+  function layoutLines(c) {
+    var gap = 16, cols = 1, L = c.L, plotW = c.plotW, avail = c.avail;
+    c.subs.forEach(function (s) { gap = Math.max(gap, yRoom(c.f, s, c.textSize)); });
+    if (!c.force && !c.irregular) {
+      cols = Math.max(1, Math.min(c.perRow, Math.floor((avail + gap) / (MIN_SUBPLOT + gap))));
+    }
     var lines = [], line = [];
-    subs.forEach(function (s) {
+    c.subs.forEach(function (s) {
       if (s.wide || cols === 1) {
         if (line.length) { lines.push(line); line = []; }
         lines.push([s]);
@@ -301,67 +331,76 @@
     lines.forEach(function (ln) {
       ln.forEach(function (s, j) {
         var pxW = (s.x[1] - s.x[0]) * plotW;
-        s.pxH = (s.y[1] - s.y[0]) * plotH;
+        s.pxH = (s.y[1] - s.y[0]) * c.plotH;
         if (ln.length === 1 && (s.wide || cols === 1)) {
           s.newX0 = 0; s.newW = avail;
           if (s.xa.visible === false && pxW < MIN_SUBPLOT) { s.newW = Math.min(avail, Math.max(MIN_SUBPLOT * 1.3, 2 * pxW)); }
-          if (!force && s.wide) { s.newX0 = s.x[0] * plotW; s.newW = Math.min(avail - s.newX0, pxW); }
+          if (!c.force && s.wide) { s.newX0 = s.x[0] * plotW; s.newW = Math.min(avail - s.newX0, pxW); }
         } else {
           s.newX0 = j * (cellW + gap); s.newW = cellW;
         }
-        if (!irregular && j === 0 && L[axisKey(s.yr)].showticklabels === false && L[axisKey(s.yr)].type === "category" &&
-            L[axisKey(s.yr)].visible !== false) {
-          L[axisKey(s.yr)].showticklabels = true;
+        var ya = L[axisKey(s.yr)];
+        if (!c.irregular && j === 0 && ya.showticklabels === false && ya.type === "category" && ya.visible !== false) {
+          ya.showticklabels = true;
         }
       });
     });
-    var annotations = [].concat.apply(L.annotations || [], (f.frames || []).map(function (fr) {
+    c.lines = lines;
+  }
+  function titleOf(t) { return t && (typeof t === "string" ? t : t.text); }
+  // the room above (s.above) and below (s.below) each subplot: tick labels, wrapped axis titles and the
+  // annotations that belong to it (c.annotations, each with its owner a._owner: the figure's and its frames')
+  function roomAround(c) {
+    var f = c.f;
+    c.annotations = [].concat.apply(c.L.annotations || [], (f.frames || []).map(function (fr) {
       return (fr.layout && fr.layout.annotations) || [];
     }));
-    subs.forEach(function (s) {
+    c.subs.forEach(function (s) {
       s.above = 0;
       s.below = tickRoom(f, s, s.newW);
-      var xt = s.xa.title && (typeof s.xa.title === "string" ? s.xa.title : s.xa.title.text);
+      var xt = titleOf(s.xa.title);
       if (xt) {
         s.xa.title = Object.assign({}, typeof s.xa.title === "string" ? { text: xt } : s.xa.title);
-        s.xa.title.text = wrap(xt, s.newW, textSize);
+        s.xa.title.text = wrap(xt, s.newW, c.textSize);
         s.xa.title.standoff = 4;
         s.below += 17 * lineCount(s.xa.title.text) + 6;
       }
-      var yt = s.ya.title && (typeof s.ya.title === "string" ? s.ya.title : s.ya.title.text);
+      var yt = titleOf(s.ya.title);
       if (yt) {
         s.ya.title = Object.assign({}, typeof s.ya.title === "string" ? { text: yt } : s.ya.title);
-        s.ya.title.text = wrap(yt, Math.max(s.pxH, 60), textSize);
+        s.ya.title.text = wrap(yt, Math.max(s.pxH, 60), c.textSize);
       }
     });
-    function owner(a) {
-      var xref = a.xref || "paper", best = null, bestD = 1e9;
-      subs.forEach(function (s) {
-        if (xref !== "paper" && s.xr !== xref) { return; }
-        if (xref === "paper" && (a.x < s.x[0] - 0.02 || a.x > s.x[1] + 0.02)) { return; }
-        var y = a.y == null ? 0.5 : a.y;
-        var d = y > s.y[1] ? y - s.y[1] : (y < s.y[0] ? s.y[0] - y : 0);
-        if (d < bestD) { bestD = d; best = s; }
-      });
-      return bestD <= 0.25 ? best : null;
-    }
-    annotations.forEach(function (a) {
+    c.annotations.forEach(function (a) {
       if ((a.yref || "paper") !== "paper") { return; }
-      var s = owner(a);
+      var s = owner(c.subs, a);
       a._owner = s;
       if (!s || !a.text) { return; }
-      var size = (a.font && a.font.size) || textSize;
+      var size = (a.font && a.font.size) || c.textSize;
       if ((a.xref || "paper") === "paper" && a.x >= s.x[0] - 0.02 && a.x <= s.x[1] + 0.02) {
         a.text = wrap(a.text, s.newW, size);
       }
       var h = lineCount(a.text) * size * 1.3 + 4;
       var y = a.y == null ? 0.5 : a.y;
-      if (y >= s.y[1] - 1e-6 && a.yanchor === "bottom") { s.above = Math.max(s.above, (y - s.y[1]) * plotH + h); }
-      if (y <= s.y[0] + 1e-6 && a.yanchor === "top") { s.below = Math.max(s.below, (s.y[0] - y) * plotH + h); }
+      if (y >= s.y[1] - 1e-6 && a.yanchor === "bottom") { s.above = Math.max(s.above, (y - s.y[1]) * c.plotH + h); }
+      if (y <= s.y[0] + 1e-6 && a.yanchor === "top") { s.below = Math.max(s.below, (s.y[0] - y) * c.plotH + h); }
     });
-    // vertical layout, in pixels from the top of the plot area: a line is as tall as its tallest subplot
+  }
+  function owner(subs, a) {  // the subplot an annotation in paper coordinates belongs to (nearest in height)
+    var xref = a.xref || "paper", best = null, bestD = 1e9;
+    subs.forEach(function (s) {
+      if (xref !== "paper" && s.xr !== xref) { return; }
+      if (xref === "paper" && (a.x < s.x[0] - 0.02 || a.x > s.x[1] + 0.02)) { return; }
+      var y = a.y == null ? 0.5 : a.y;
+      var d = y > s.y[1] ? y - s.y[1] : (y < s.y[0] ? s.y[0] - y : 0);
+      if (d < bestD) { bestD = d; best = s; }
+    });
+    return bestD <= 0.25 ? best : null;
+  }
+  // vertical layout, in pixels from the top of the plot area: a line is as tall as its tallest subplot
+  function stackLines(c) {
     var top = 0;
-    lines.forEach(function (ln, i) {
+    c.lines.forEach(function (ln, i) {
       var above = Math.max.apply(null, ln.map(function (s) { return s.above; }));
       var h = Math.max.apply(null, ln.map(function (s) { return s.pxH; }));
       var below = Math.max.apply(null, ln.map(function (s) { return s.below; }));
@@ -369,69 +408,78 @@
       ln.forEach(function (s) { s.newTop = top; });
       top += h + below;
     });
-    var newPlotH = top;
-    function mapY(s, y) {  // paper y of the old layout -> paper y of the new one, pixel offsets kept
-      var px;
-      if (y > s.y[1]) { px = s.newTop - (y - s.y[1]) * plotH; }
-      else if (y < s.y[0]) { px = s.newTop + s.pxH + (s.y[0] - y) * plotH; }
-      else { px = s.newTop + (s.y[1] - y) / (s.y[1] - s.y[0] || 1) * s.pxH; }
-      return 1 - px / newPlotH;
-    }
-    function mapX(s, x) {
-      return (s.newX0 + (x - s.x[0]) / ((s.x[1] - s.x[0]) || 1) * s.newW) / plotW;
-    }
-    annotations.forEach(function (a) {
+    c.newPlotH = top;
+  }
+  function mapY(c, s, y) {  // paper y of the old layout -> paper y of the new one, pixel offsets kept
+    var px;
+    if (y > s.y[1]) { px = s.newTop - (y - s.y[1]) * c.plotH; }
+    else if (y < s.y[0]) { px = s.newTop + s.pxH + (s.y[0] - y) * c.plotH; }
+    else { px = s.newTop + (s.y[1] - y) / (s.y[1] - s.y[0] || 1) * s.pxH; }
+    return 1 - px / c.newPlotH;
+  }
+  function mapX(c, s, x) {
+    return (s.newX0 + (x - s.x[0]) / ((s.x[1] - s.x[0]) || 1) * s.newW) / c.plotW;
+  }
+  // annotations follow their subplot (those of none are hidden); shapes placed on the paper are hidden
+  function moveAnnotations(c) {
+    var plotW = c.plotW;
+    c.annotations.forEach(function (a) {
       var s = a._owner;
       delete a._owner;
       if ((a.yref || "paper") !== "paper") { return; }
       if (!s) { if ((a.xref || "paper") === "paper") { a.visible = false; } return; }
-      a.y = mapY(s, a.y == null ? 0.5 : a.y);
+      a.y = mapY(c, s, a.y == null ? 0.5 : a.y);
       if ((a.xref || "paper") === "paper") {
         if (a.x < s.x[0] - 1e-6 || a.x > s.x[1] + 1e-6) {  // an operator between panels: kept only between
-          var next = subs.filter(function (o) { return o.x[0] >= s.x[1] - 1e-6 && o.newTop === s.newTop; })[0];
+          var next = c.subs.filter(function (o) { return o.x[0] >= s.x[1] - 1e-6 && o.newTop === s.newTop; })[0];
           if (next && a.x > s.x[1]) { a.x = (s.newX0 + s.newW + next.newX0) / 2 / plotW; } else { a.visible = false; }
-        } else { a.x = mapX(s, a.x); }
+        } else { a.x = mapX(c, s, a.x); }
       }
     });
-    [].concat.apply(L.shapes || [], (f.frames || []).map(function (fr) {
+    [].concat.apply(c.L.shapes || [], (c.f.frames || []).map(function (fr) {
       return (fr.layout && fr.layout.shapes) || [];
     })).forEach(function (sh) {
       if (sh.yref === "paper") { sh.visible = false; }
     });
-    var done = {};
-    subs.forEach(function (s) {
-      var y0 = 1 - (s.newTop + s.pxH) / newPlotH, y1 = 1 - s.newTop / newPlotH;
+  }
+  function setDomains(c) {
+    var done = {}, L = c.L;
+    c.subs.forEach(function (s) {
+      var y0 = 1 - (s.newTop + s.pxH) / c.newPlotH, y1 = 1 - s.newTop / c.newPlotH;
       var xk = axisKey(s.xr), yk = axisKey(s.yr);
-      if (!done[xk]) { L[xk].domain = [s.newX0 / plotW, Math.min(1, (s.newX0 + s.newW) / plotW)]; done[xk] = true; }
+      if (!done[xk]) { L[xk].domain = [s.newX0 / c.plotW, Math.min(1, (s.newX0 + s.newW) / c.plotW)]; done[xk] = true; }
       L[yk].domain = [Math.max(0, y0), Math.min(1, y1)];
     });
-    // colour bars keep their pixel length and sit beside the subplot they were beside
-    bars.forEach(function (cb) {
+  }
+  // colour bars keep their pixel length and sit beside the subplot they were beside
+  function placeColorbars(c) {
+    c.bars.forEach(function (cb) {
       var y = cb.y == null ? 0.5 : cb.y, len = cb.len == null ? 1 : cb.len;
-      if (cb.lenmode === "pixels") { len = len / plotH; }
+      if (cb.lenmode === "pixels") { len = len / c.plotH; }
       var best = null, bestD = 1e9;
-      subs.forEach(function (s) {
+      c.subs.forEach(function (s) {
         var d = Math.abs((s.y[0] + s.y[1]) / 2 - y);
         if (d < bestD) { bestD = d; best = s; }
       });
       if (best) {
-        cb.y = mapY(best, Math.min(Math.max(y, best.y[0]), best.y[1]));
+        cb.y = mapY(c, best, Math.min(Math.max(y, best.y[0]), best.y[1]));
         cb.yanchor = "middle";
-        cb.len = Math.min(len * plotH, Math.max(best.pxH, 100)); cb.lenmode = "pixels";
+        cb.len = Math.min(len * c.plotH, Math.max(best.pxH, 100)); cb.lenmode = "pixels";
       }
     });
-    // the legend goes under the plot, in rows
-    var legendH = 0;
-    if (L.showlegend !== false && legendEntries(f).length) {
-      var rows = Math.max(1, Math.ceil(legendWidth(f, 12) / Math.max(width - 20, 100)));
+  }
+  // the legend goes under the plot, in rows; the figure's height follows
+  function placeLegend(c) {
+    var L = c.L, m = c.m, legendH = 0;
+    if (L.showlegend !== false && legendEntries(c.f).length) {
+      var rows = Math.max(1, Math.ceil(legendWidth(c.f, 12) / Math.max(c.width - 20, 100)));
       legendH = rows * 22 + 6;
-      L.legend = Object.assign({}, L.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: -4 / newPlotH,
+      L.legend = Object.assign({}, L.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: -4 / c.newPlotH,
                                                      yanchor: "top" });
     }
     m.t = 6;
     m.b = legendH + 12;
-    L.height = Math.round(newPlotH + m.t + m.b);
-    return true;
+    L.height = Math.round(c.newPlotH + m.t + m.b);
   }
 
 
@@ -630,12 +678,18 @@
   }
 
   // ------------------------------------------------------------------ animation controls
+  // the frame a slider step shows: plotly's step args are [[name], options] (or [name, ...])
+  function stepFrame(step) {
+    var a = step && step.args && step.args[0];
+    return Array.isArray(a) ? a[0] : typeof a === "string" ? a : null;
+  }
+  // the steps of an animation: its slider's steps (frame name and label) or, without a slider, its frames
   function animSteps(spec) {
     var names = (spec.frames || []).map(function (fr) { return fr.name; });
     var slider = spec.layout.sliders && spec.layout.sliders[0];
     if (slider && slider.steps && slider.steps.length === names.length) {
       return slider.steps.map(function (s, i) {
-        var n = (s.args && s.args[0] && s.args[0][0]) || names[i];
+        var n = stepFrame(s) || names[i];
         return { name: String(n), label: String(s.label != null ? s.label : n) };
       });
     }
@@ -726,11 +780,10 @@
   }
 
   // ------------------------------------------------------------------ drawing
-  // draws never overlap: a redraw asked for while one runs waits for it
+  // draws never overlap: a redraw asked for while one runs is made after it (core.queue)
   function render(rec) {
-    rec.queue = (rec.queue || Promise.resolve()).then(function () { return renderNow(rec); },
-                                                      function () { return renderNow(rec); });
-    return rec.queue;
+    if (!rec.redraw) { rec.redraw = queue(function () { return renderNow(rec); }); }
+    return rec.redraw();
   }
   function renderNow(rec) {
     var width = Math.max(rec.box.clientWidth || rec.wrap.clientWidth || 300, 200);
@@ -750,7 +803,7 @@
     // an animated figure on a later step is drawn with that step's frame already merged in, as
     // Plotly.animate would merge it: one drawing instead of two (the static panel's updates)
     var onFrame = rec.frames.length && rec.index > 0 && !rec.animateAfterDraw;
-    if (onFrame) { mergeFrame(f, rec.steps[rec.index].name); }
+    if (onFrame) { mergeFrame(f, rec.steps[rec.index].name); }  // (no slider left to move: adapt took it)
     var done = rec.drawn ? P.react(rec.el, f) : P.newPlot(rec.el, f);
     rec.drawn = true;
     return Promise.resolve(done).then(function () {
@@ -766,30 +819,78 @@
     });
   }
 
+  // ------------------------------------------------------------------ frames: what Plotly.animate merges
   function isObject(v) { return v !== null && typeof v === "object" && !Array.isArray(v) && !ArrayBuffer.isView(v); }
-  // Plotly.animate's merge: objects key by key, arrays of objects (annotations) item by item, values
-  // and data arrays replaced
+  function isTyped(v) { return isObject(v) && "bdata" in v && "dtype" in v; }  // plotly's {dtype, bdata, shape}
+  function clone(v) {
+    if (Array.isArray(v)) { return v.map(clone); }
+    if (!isObject(v)) { return v; }
+    var out = {};
+    Object.keys(v).forEach(function (k) { out[k] = clone(v[k]); });
+    return out;
+  }
+  // Plotly.animate's merge of a frame into the figure: objects key by key, arrays of objects
+  // (annotations, shapes) item by item; values, data arrays and typed arrays replaced (copies)
   function mergeInto(target, src) {
     Object.keys(src).forEach(function (k) {
       var v = src[k], t = target[k];
-      if (Array.isArray(v) && Array.isArray(t) && v.length && v.every(isObject)) {
-        v.forEach(function (item, i) { t[i] = isObject(t[i]) ? mergeInto(t[i], item) : item; });
-      } else if (isObject(v) && isObject(t)) {
+      if (Array.isArray(v) && Array.isArray(t) && v.length && v.every(isObject) && !v.some(isTyped)) {
+        v.forEach(function (item, i) { t[i] = isObject(t[i]) ? mergeInto(t[i], item) : clone(item); });
+      } else if (isObject(v) && isObject(t) && !isTyped(v) && !isTyped(t)) {
         mergeInto(t, v);
       } else {
-        target[k] = v;
+        target[k] = clone(v);
       }
     });
     return target;
   }
+  // the frame `name` merged into the figure f, in place; the slider (if any) put on its step
   function mergeFrame(f, name) {
     var fr = (f.frames || []).filter(function (x) { return String(x.name) === String(name); })[0];
-    if (!fr) { return; }
+    if (!fr) { return f; }
     (fr.data || []).forEach(function (d, i) {
       var at = fr.traces ? fr.traces[i] : i;
-      if (f.data[at]) { mergeInto(f.data[at], JSON.parse(JSON.stringify(d))); }
+      f.data[at] = mergeInto(f.data[at] || {}, d);
     });
-    if (fr.layout) { mergeInto(f.layout, JSON.parse(JSON.stringify(fr.layout))); }
+    if (fr.layout) { mergeInto(f.layout, fr.layout); }
+    (f.layout.sliders || []).forEach(function (slider) {
+      (slider.steps || []).forEach(function (s, i) { if (String(stepFrame(s)) === String(name)) { slider.active = i; } });
+    });
+    return f;
+  }
+  // a copy of the figure as drawn on frame `name` (none: as it is)
+  function figureAt(fig, name, config) {
+    var out = { data: clone(fig.data || []), layout: clone(fig.layout || {}) };
+    if (config !== undefined) { out.config = config; }
+    if (fig.frames) { out.frames = clone(fig.frames); }
+    return name == null ? out : mergeFrame(out, name);
+  }
+
+  // ------------------------------------------------------------------ the redraw queue
+  // queue(run): a function that asks for a run of `run` (which may return a promise). Runs never
+  // overlap: asked while one runs, the request is answered by one more run after it (however many
+  // were asked: the latest state wins). The promise returned settles when that run has ended.
+  // q.busy is the run under way (or null), q.again whether another one is asked for.
+  function queue(run) {
+    var q = function () {
+      if (q.busy) { q.again = true; return q.busy; }
+      q.busy = loop();
+      return q.busy;
+    };
+    q.busy = null; q.again = false;
+    function loop() {
+      q.again = false;
+      return Promise.resolve().then(run).then(function (v) {
+        if (q.again) { return loop(); }
+        q.busy = null;
+        return v;
+      }, function (err) {
+        if (q.again) { return loop(); }
+        q.busy = null;
+        throw err;
+      });
+    }
+    return q;
   }
 
   // What the estimates above got wrong, measured: a legend (its entries wrap as plotly likes) or an
@@ -882,7 +983,8 @@
     el.classList.add("tinytf-drawn");
     figures.push(rec);
     el._tinytf = rec;
-    if (frames.length) { syncControls(rec); }
+    watch();
+    if (rec.frames.length) { syncControls(rec); }
     return render(rec);
   }
 
@@ -897,16 +999,27 @@
       render(rec);
     });
   }
-  window.addEventListener("resize", function () {
-    clearTimeout(pending);
-    pending = setTimeout(function () { redrawAll(true); }, 150);
-  });
-  var lastTheme = document.documentElement.getAttribute("data-theme");
-  new MutationObserver(function () {
-    var now = document.documentElement.getAttribute("data-theme");
-    if (now !== lastTheme) { lastTheme = now; redrawAll(false); }
-  })
-    .observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+  // started by the first draw (the live widget, which does not use draw, adds no listener)
+  var watching = false;
+  function watch() {
+    if (watching) { return; }
+    watching = true;
+    window.addEventListener("resize", function () {
+      clearTimeout(pending);
+      pending = setTimeout(function () { redrawAll(true); }, 150);
+    });
+    var lastTheme = document.documentElement.getAttribute("data-theme");
+    new MutationObserver(function () {
+      var now = document.documentElement.getAttribute("data-theme");
+      if (now !== lastTheme) { lastTheme = now; redrawAll(false); }
+    })
+      .observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+  }
 
-  window.tinytfFigures = { draw: draw, update: update, adapt: adapt, figures: figures, theme: theme, MIN_SUBPLOT: MIN_SUBPLOT };
+  return { draw: draw, update: update, adapt: adapt, figures: figures, theme: theme, MIN_SUBPLOT: MIN_SUBPLOT,
+           figureAt: figureAt, mergeFrame: mergeFrame, steps: animSteps, stepFrame: stepFrame, queue: queue,
+           clone: clone, values: values };
 })();
+// a classic script on a page (the book): the name the figure outputs call; inside an ES module (the live
+// widget) document.currentScript is null and nothing is put on window
+if (typeof document !== "undefined" && document.currentScript) { window.tinytfFigures = tinytfCore; }

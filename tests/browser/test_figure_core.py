@@ -1,0 +1,173 @@
+"""The browser's figure core (tinytf/viz/figure_core.js) on the built book.
+
+* Regression (issue 21, bug 2): the animated figure's controls are filled in on the first draw. The
+  book's code tested ``frames.length`` (that is ``window.frames``, the page's iframes, not the figure's
+  frames), so until the reader moved the slider the readout next to it was empty and the slider had
+  no ``aria-valuetext`` (a screen reader announced a bare number).
+"""
+from __future__ import annotations
+
+import pytest
+
+CHAPTER_6 = "chapters/06_decoder_block.html"
+
+FIRST_DRAW = """() => {
+  const gd = [...document.querySelectorAll('.plotly-graph-div.tinytf-drawn')]
+      .find(d => d._transitionData && d._transitionData._frames && d._transitionData._frames.length > 0);
+  if (!gd || !gd.querySelector('svg.main-svg')) return null;
+  const wrap = gd.closest('.tinytf-figwrap');
+  const range = wrap.querySelector('input.tinytf-anim-range');
+  return {n: gd._transitionData._frames.length, value: range.value,
+          valuetext: range.getAttribute('aria-valuetext'),
+          readout: wrap.querySelector('output.tinytf-anim-value').textContent,
+          play: wrap.querySelector('button.tinytf-anim-play').getAttribute('aria-pressed')};
+}"""
+
+
+def test_stepper_controls_are_filled_on_first_draw(browser, book_html):
+    from conftest import open_page
+
+    if not (book_html / CHAPTER_6).is_file():
+        pytest.fail(f"{CHAPTER_6} is not in the built book")
+    page, console_errors, remote_requests = open_page(browser, CHAPTER_6)
+    try:
+        page.wait_for_function(f"({FIRST_DRAW})() !== null", timeout=30_000)
+        got = page.evaluate(FIRST_DRAW)  # nothing was clicked, pressed or moved
+        assert got["value"] == "0"
+        assert got["readout"].startswith(f"1 of {got['n']}: "), got
+        assert got["valuetext"] == got["readout"], got
+        assert got["play"] == "false", got
+        assert not console_errors, console_errors
+        assert not remote_requests, remote_requests
+    finally:
+        page.context.close()
+
+
+# --------------------------------------------------------------------------- one core, two paths
+# The same figure spec through the book's path (tinytfCore.draw, its HTML controls, then update() as the
+# static panel redraws on the reader's step) and through the live widget's path (FigureView's ES module,
+# as tinytf.viz.figure_view builds it, with a stand-in for anywidget's model: the figure arrives as a
+# "full" message, the reader moves plotly's slider, the next message redraws on that step). Compared on
+# each step: the traces drawn (every value that says what is shown), the title, the annotations' text,
+# the steps of the controls and the one shown. Also: the core's merge equals Plotly.animate's own.
+
+from tinytf.viz.figure_view import widget_esm  # noqa: E402
+
+TRACE_KEYS = ["type", "visible", "name", "x", "y", "z", "text", "customdata", "zmin", "zmax", "opacity",
+              "xaxis", "yaxis", "showscale", "hovertemplate"]
+
+PAGE_JS = """
+window.__norm = (v) => JSON.parse(JSON.stringify(v, (k, x) => ArrayBuffer.isView(x) ? Array.from(x) : x));
+window.__plain = (s) => String(s == null ? '' : s).replace(/<br\\s*\\/?>/gi, ' ').replace(/<[^>]+>/g, '')
+    .replace(/\\s+/g, ' ').trim();
+window.__traces = (gd, keys) => gd.data.map((t) => {
+  const out = {};
+  for (const k of keys) if (t[k] !== undefined) out[k] = window.__norm(tinytfCore.values(t[k]) || t[k]);
+  return out;
+});
+window.__shapes = (L) => (L.shapes || []).map((s) => [s.type, s.xref, s.yref, s.x0, s.x1, s.y0, s.y1]);
+window.__texts = (L) => (L.annotations || []).map((a) => window.__plain(a.text)).filter(Boolean).sort();
+"""
+
+BOOK = """async ([fig, k, keys]) => {
+  const el = document.getElementById('book');
+  if (!el._tinytf) await tinytfCore.draw(el, fig);
+  const rec = el._tinytf, range = rec.wrap.querySelector('input.tinytf-anim-range');
+  range.value = String(k); range.dispatchEvent(new Event('input'));
+  await new Promise((r) => setTimeout(r, 50));
+  const animated = window.__traces(el, keys);  // what Plotly.animate drew
+  await tinytfCore.update(el, fig);               // drawn again on this step: the core merges the frame
+  return {animated, traces: window.__traces(el, keys), title: window.__plain(rec.frameTitle(rec.index)),
+          caption: window.__plain([...rec.caption.children].map((c) => c.textContent).join(' ')), texts: window.__texts(el.layout),
+          shapes: window.__shapes(el.layout),
+          steps: rec.steps.map((s) => s.label), index: Number(range.value), max: Number(range.max),
+          readout: rec.controls.out.textContent, valuetext: range.getAttribute('aria-valuetext')};
+}"""
+
+WIDGET = """async ([esm, fig, k, keys]) => {
+  if (!window.__widget) {
+    const url = URL.createObjectURL(new Blob([esm], {type: 'text/javascript'}));
+    const mod = await import(url);
+    const handlers = [];
+    const model = {get: (name) => ({height: 450})[name], on: (e, h) => handlers.push(h),
+                   off: () => {}, send: (msg) => { if (msg.type === 'need_full') window.__deliver({type: 'full', rev: 1, fig, config: {}}); }};
+    window.__deliver = (msg) => setTimeout(() => handlers.forEach((h) => h(msg, [])), 0);
+    const el = document.getElementById('widget');
+    mod.default.render({model, el});
+    window.__widget = {rev: 1};
+  }
+  const gd = () => document.querySelector('#widget .tinytf-figure-view');
+  const drawn = (n) => new Promise((resolve) => {
+    const t = setInterval(() => { if (Number((gd() || {dataset: {}}).dataset.tinytfDraws || 0) >= n) { clearInterval(t); resolve(); } }, 20);
+  });
+  await drawn(1);
+  const div = gd(), n = Number(div.dataset.tinytfDraws);
+  // the reader clicks step k of plotly's slider: the slider moves and the frame is animated
+  const name = tinytfCore.stepFrame(div.layout.sliders[0].steps[k]);
+  await Plotly.relayout(div, {'sliders[0].active': k});
+  await Plotly.animate(div, [name], {mode: 'immediate', frame: {duration: 0, redraw: true}, transition: {duration: 0}});
+  // the next message from Python (here: nothing changed) redraws the figure on the reader's step
+  const rev = window.__widget.rev;
+  window.__widget.rev += 1;
+  window.__deliver({type: 'patch', base: rev, rev: rev + 1, ops: []});
+  await drawn(n + 1);
+  const s = div.layout.sliders[0];
+  return {traces: window.__traces(div, keys), title: window.__plain(div.layout.title && div.layout.title.text),
+          texts: window.__texts(div.layout), shapes: window.__shapes(div.layout), steps: s.steps.map((x) => String(x.label)), index: s.active};
+}"""
+
+
+def _specs():
+    import tinytf
+    from tinytf import viz
+    from tinytf.viz.render import figure_dict
+
+    from tinytf.viz.cache import cache_growth
+    from tinytf.viz.frontier import sliding_window_figure
+
+    tinytf.seed_everything(0)
+    cfg = tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=2)
+    model = tinytf.TinyTransformer(cfg).eval()
+    return {"stepper": figure_dict(viz.block_stepper(model, "cat")),  # 15 frames, every trace, titles
+            "cache": figure_dict(cache_growth(model, tinytf.encode("ab"), max_new_tokens=3)),  # frames on traces [0, 1]
+            "window": figure_dict(sliding_window_figure(  # frames with shapes (an array of objects) and titles
+                tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=2, sliding_window=3), T=6))}
+
+
+@pytest.mark.parametrize("which", ["stepper", "cache", "window"])
+def test_book_and_widget_draw_the_same_figure(browser, which):
+    from pathlib import Path
+
+    import plotly
+
+    spec = _specs()[which]
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head><body style='width:900px'>"
+                         "<div id='book'></div><div id='widget'></div></body></html>")
+        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
+                            .read_text(encoding="utf-8"))
+        page.add_script_tag(content=PAGE_JS)
+        assert page.evaluate("() => window.tinytfFigures === window.tinytfCore")  # the book's name for it
+        esm = widget_esm()
+        n = len(spec["frames"])
+        for k in [n - 1, 0, n // 2]:
+            book = page.evaluate(BOOK, [spec, k, TRACE_KEYS])
+            widget = page.evaluate(WIDGET, [esm, spec, k, TRACE_KEYS])
+            assert book["traces"] == book["animated"], f"step {k}: the core's merge differs from Plotly.animate's"
+            assert book["traces"] == widget["traces"], f"step {k}: the traces differ"
+            assert book["title"] == book["caption"] == widget["title"], k
+            assert book["texts"] == widget["texts"], k
+            assert book["shapes"] == widget["shapes"], k
+            assert book["steps"] == widget["steps"] and len(book["steps"]) == n
+            assert book["index"] == widget["index"] == k and book["max"] == n - 1
+            assert book["readout"] == book["valuetext"] == f"{k + 1} of {n}: {book['steps'][k]}"
+        assert not errors, errors
+    finally:
+        context.close()
