@@ -21,7 +21,6 @@ arrow keys step, focus is visible), and the first load of a chapter page transfe
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 
 import pytest
@@ -232,7 +231,6 @@ def test_interrupted_animation_raises_no_error(book_server, browser):
         page.context.close()
 
 
-@pytest.mark.skipif(os.environ.get("TINYTF_A11Y_SLOW") is None, reason="set TINYTF_A11Y_SLOW=1 to time every page")
 def test_partial_plotly_bundle_is_served(book_html):
     """The book serves plotly.js's cartesian partial bundle (npm), not plotly's 4.8 MB full bundle."""
     js = book_html / "_static" / "plotly.min.js"

@@ -4,7 +4,7 @@
 
 * ``text/html``: a ``<div>`` plus a small inline script that draws the figure with
   ``window.Plotly`` (in the HTML book through ``window.tinytfFigures.draw`` from the book's
-  ``_static/tinytf-figures.js``, which adds an HTML caption, keyboard controls, a text
+  ``tinytf/viz/figure_core.js (served as _static/tinytf-core.js)``, which adds an HTML caption, keyboard controls, a text
   alternative, the page's light / dark colours and a layout for the reader's screen width). It never loads anything from another host. The book page loads its
   local ``_static/plotly.min.js`` (the infra's job); the script waits up to 10 s for it
   (the page may load it after the outputs) and otherwise replaces the div by a short note.
