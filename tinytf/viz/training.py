@@ -37,7 +37,8 @@ def loss_curves(runs_by_variant: dict, window: int = 10, show_seeds: bool = True
         steps = band["step"]
         fig.add_trace(go.Scatter(x=steps + steps[::-1], y=band["max"] + band["min"][::-1], fill="toself",
                                  fillcolor=_rgba(colour, 0.22), line=dict(width=0), hoverinfo="skip",
-                                 name=f"{name}: min-max over {len(runs)} seeds", legendgroup=name))
+                                 name=f"{name}: min-max over {len(runs)} seeds", legendgroup=name,
+                                 showlegend=False))  # the title names the band; the mean's entry toggles both
         fig.add_trace(go.Scatter(x=steps, y=band["mean"], mode="lines", line=dict(color=colour, width=2.5),
                                  name=f"{name}: mean", legendgroup=name,
                                  hovertemplate=f"{name}<br>step %{{x}}<br>mean loss %{{y:.3f}}<extra></extra>"))
