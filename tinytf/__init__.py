@@ -27,7 +27,8 @@ from .mla import LatentAttention, LatentCache
 from .blocks import DecoderBlock, EncoderBlock, CrossDecoderBlock, make_connection
 from .models import TinyTransformer, EncoderDecoder, check_ids, init_weights
 from .tracing import run_with_trace, recording, Trace, TRACE_NAMES, FRONTIER_TRACE_NAMES
-from .generation import generate, generate_seq2seq, pick_next, top_p_filter, top_k_filter, next_token_probs
+from .generation import (generate, generate_seq2seq, pick_next, top_p_filter, top_k_filter, next_token_probs,
+                         CacheStep)
 from . import moe, mla  # noqa: F401  (modules: tinytf.moe.MoE, tinytf.mla.LatentAttention)
 
 __version__ = "0.1.0"
