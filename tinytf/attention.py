@@ -247,13 +247,3 @@ def _no_qk_norm(q, k):
 def _over_heads(norm, x):  # x: [B, H, T, D] -> normalised over H * D, same shape
     B, H, T, D = x.shape
     return norm(x.transpose(1, 2).reshape(B, T, H * D)).view(B, T, H, D).transpose(1, 2)
-
-
-def make_attention(cfg: TinyConfig, layer: int = 0) -> nn.Module:
-    """The causal self-attention of decoder layer ``layer``: multi-head latent attention (tinytf.mla) when
-    the config sets mla_kv_rank, else multi-head / grouped-query attention (local or global)."""
-    if cfg.mla:
-        from .mla import LatentAttention
-
-        return LatentAttention(cfg, layer)
-    return Attention(cfg, causal=True, layer=layer)

@@ -26,8 +26,8 @@ from ..models import TinyTransformer
 from ..tokens import encode, token_labels
 from .common import FONT, OKABE_ITO, arr
 
-__all__ = ["window_masks", "gradient_reach", "sliding_window_figure", "cache_context_figure", "expert_load",
-           "router_figure", "logit_growth", "logit_growth_figure", "load_logit_growth", "LOGIT_GROWTH_FILE"]
+__all__ = ["window_masks", "sliding_window_figure", "cache_context_figure", "expert_load",
+           "router_figure", "logit_growth_figure"]
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
