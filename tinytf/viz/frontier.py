@@ -8,8 +8,7 @@ nothing is trained here.
     cache_context_figure(configs, lengths)      KV-cache bytes against context length (log-log)
     expert_load(model, ids)                     tokens per expert, per MoE layer (from router_topk)
     router_figure(model, ids, layer=0)          animated over the tokens: router scores, the k experts chosen
-    logit_growth_figure(runs)                   the recorded curves (``tinytf.lab.frontier.logit_growth``), one line
-                                                per variant and seed
+    logit_growth_figure(runs)                   the recorded curves (lab.frontier.logit_growth), per variant, seed
 """
 from __future__ import annotations
 
