@@ -17,30 +17,22 @@ import sys as _sys
 # --- the model core --------------------------------------------------------------------------------------
 from .config import TinyConfig, RopeScaling, config_2017, config_2026
 from .errors import TinyTFInputError
+from .seeding import seed_everything
 from .tokens import encode, decode, token_labels
 from .norms import RMSNorm, LayerNorm, make_norm
-from .ffn import MLP, SwiGLU, make_ffn
+from .ffn import MLP, SwiGLU, make_dense_ffn
 from .moe import MoE, RouterTopK
 from .positions import RoPE, SinusoidalPositions, LearnedPositions, sinusoidal_table, rope_angles
 from .attention import attention, causal_mask, Attention, KVCache, LayerCache, WindowLayerCache, sliding_window_mask
 from .mla import LatentAttention, LatentCache
-from .blocks import DecoderBlock, EncoderBlock, CrossDecoderBlock, make_connection
+from .blocks import DecoderBlock, EncoderBlock, CrossDecoderBlock, make_connection, make_attention, make_ffn
 from .models import TinyTransformer, EncoderDecoder, check_ids, init_weights
 from .tracing import run_with_trace, recording, Trace, TRACE_NAMES, FRONTIER_TRACE_NAMES
-from .generation import generate, generate_seq2seq, pick_next, top_p_filter, top_k_filter, next_token_probs
+from .generation import (generate, generate_seq2seq, pick_next, top_p_filter, top_k_filter, next_token_probs,
+                         CacheStep)
 from . import moe, mla  # noqa: F401  (modules: tinytf.moe.MoE, tinytf.mla.LatentAttention)
 
 __version__ = "0.1.0"
-
-
-def seed_everything(seed: int = 0):
-    """Seed torch and Python's random module so a chapter gives the same numbers on every run."""
-    import random
-
-    import torch
-
-    random.seed(seed)
-    torch.manual_seed(seed)
 
 
 # --- the book's laboratory (tinytf/lab) ----------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
     python -m tinytf train --task induction --preset tiny [--out tinytf/checkpoints]   # tinytf.lab.train
     python -m tinytf train --task text --preset small                                 # the English model
-    python -m tinytf record-qk-norm                 # re-record chapter 10's QK-norm runs (tinytf.viz.frontier)
+    python -m tinytf record-qk-norm                 # re-record chapter 10's QK-norm runs (tinytf.lab.frontier)
 
 ``scripts/train_all.sh`` re-creates every shipped checkpoint with these commands.
 """
@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import sys
 
+from .lab.frontier import main as record_qk_norm
+from .lab.train import main as train
+
 COMMANDS = {"train": "train a model and write its checkpoint (tinytf.lab.train)",
-            "record-qk-norm": "re-record tinytf/checkpoints/qk_norm_logits.json (tinytf.viz.frontier)"}
+            "record-qk-norm": "re-record tinytf/checkpoints/qk_norm_logits.json (tinytf.lab.frontier)"}
 
 
 def main(argv=None) -> int:
@@ -23,12 +26,8 @@ def main(argv=None) -> int:
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     command, rest = argv[0], argv[1:]
     if command == "train":
-        from .lab.train import main as train
-
         return train(rest)
-    from .viz.frontier import main as record
-
-    return record()
+    return record_qk_norm()
 
 
 if __name__ == "__main__":

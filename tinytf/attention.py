@@ -109,6 +109,14 @@ class LayerCache:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.k, self.v) if t is not None)
 
+    def held(self) -> list:
+        """The positions whose keys and values the cache holds (all seen so far)."""
+        return list(range(self.length))
+
+    def parts(self) -> dict:
+        """What the cache stores, by name: tensors [..., S, D], one row per held position along dim -2."""
+        return {"K": self.k, "V": self.v}
+
 
 @dataclass
 class WindowLayerCache(LayerCache):
@@ -130,6 +138,11 @@ class WindowLayerCache(LayerCache):
         self.k, self.v = k[..., k.shape[-2] - keep:, :], v[..., v.shape[-2] - keep:, :]
         return k, v
 
+    def held(self) -> list:
+        """The newest positions only: those the next query can still read."""
+        kept = 0 if self.k is None else self.k.shape[-2]
+        return list(range(self.seen - kept, self.seen))
+
 
 @dataclass
 class KVCache:
@@ -147,6 +160,10 @@ class KVCache:
 
     def nbytes(self) -> int:
         return sum(c.nbytes() for c in self.layers)  # each layer's kind of cache counts its own tensors
+
+    def held(self) -> list:
+        """Per layer, the positions that layer's cache holds (a sliding-window layer keeps only the newest)."""
+        return [c.held() for c in self.layers]
 
 
 class Attention(nn.Module):
@@ -230,13 +247,3 @@ def _no_qk_norm(q, k):
 def _over_heads(norm, x):  # x: [B, H, T, D] -> normalised over H * D, same shape
     B, H, T, D = x.shape
     return norm(x.transpose(1, 2).reshape(B, T, H * D)).view(B, T, H, D).transpose(1, 2)
-
-
-def make_attention(cfg: TinyConfig, layer: int = 0) -> nn.Module:
-    """The causal self-attention of decoder layer ``layer``: multi-head latent attention (tinytf.mla) when
-    the config sets mla_kv_rank, else multi-head / grouped-query attention (local or global)."""
-    if cfg.mla:
-        from .mla import LatentAttention
-
-        return LatentAttention(cfg, layer)
-    return Attention(cfg, causal=True, layer=layer)

@@ -15,11 +15,27 @@ from __future__ import annotations
 
 from torch import nn
 
-from .attention import Attention, make_attention
+from .attention import Attention
 from .config import TinyConfig
-from .ffn import make_ffn
+from .ffn import make_dense_ffn
 from .hooks import Hook
+from .mla import LatentAttention
+from .moe import MoE
 from .norms import make_norm
+
+
+def make_attention(cfg: TinyConfig, layer: int = 0) -> nn.Module:
+    """The causal self-attention of decoder layer ``layer``: multi-head latent attention (tinytf.mla) when
+    the config sets mla_kv_rank, else multi-head / grouped-query attention (local or global)."""
+    if cfg.mla:
+        return LatentAttention(cfg, layer)
+    return Attention(cfg, causal=True, layer=layer)
+
+
+def make_ffn(cfg: TinyConfig, layer: int = 0) -> nn.Module:
+    """The FFN of layer ``layer``: a mixture of experts (tinytf.moe) when the config has experts and the layer
+    is past the first n_dense_layers, else a dense FFN of width d_ff (tinytf.ffn)."""
+    return MoE(cfg) if cfg.is_moe_layer(layer) else make_dense_ffn(cfg)
 
 
 class Connection(nn.Module):

@@ -53,6 +53,27 @@ class RopeScaling:
                              f"{self.high_freq_factor!r} and {self.low_freq_factor!r}")
 
 
+def _choice(cfg, name, allowed):
+    value = getattr(cfg, name)
+    if value not in allowed:
+        raise ValueError(f"TinyConfig.{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+
+
+def _number(cfg, name, optional=True, low=0.0):
+    value = getattr(cfg, name)
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > low:
+        raise ValueError(f"TinyConfig.{name} must be a positive number{' or None' if optional else ''}, "
+                         f"got {value!r}")
+
+
+def _count(cfg, name):
+    value = getattr(cfg, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"TinyConfig.{name} must be a non-negative integer, got {value!r}")
+
+
 @dataclass(frozen=True)
 class TinyConfig:
     vocab_size: int = 256
@@ -147,39 +168,32 @@ class TinyConfig:
 
     def _check_frontier(self, positive):
         """Validate the frontier-block fields (each error names its field)."""
-        def choice(name, allowed):
-            value = getattr(self, name)
-            if value not in allowed:
-                raise ValueError(f"TinyConfig.{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
-
-        def number(name, optional=True, low=0.0):
-            value = getattr(self, name)
-            if optional and value is None:
-                return
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > low:
-                raise ValueError(f"TinyConfig.{name} must be a positive number{' or None' if optional else ''}, "
-                                 f"got {value!r}")
-
-        def count(name):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"TinyConfig.{name} must be a non-negative integer, got {value!r}")
-
         if not self.residual and self.norm_position not in ("pre", "post"):
             raise ValueError(f"TinyConfig.residual=False is only implemented with norm_position 'pre' or 'post', "
                              f"not {self.norm_position!r}")
         if self.mla_kv_rank is not None and self.sliding_window is not None:
             raise ValueError("TinyConfig.sliding_window is not implemented together with mla_kv_rank")
-        choice("qk_norm", QK_NORMS)
-        choice("rope_pairing", ROPE_PAIRINGS)
-        choice("router", ROUTERS)
+        _choice(self, "qk_norm", QK_NORMS)
+        _choice(self, "rope_pairing", ROPE_PAIRINGS)
+        _choice(self, "router", ROUTERS)
         if not isinstance(self.scale_embeddings, bool):
             raise ValueError(f"TinyConfig.scale_embeddings must be True or False, got {self.scale_embeddings!r}")
         for name in ("rope_theta_local", "attn_scale", "logit_softcap"):
-            number(name)
-        number("router_scale", optional=False)
+            _number(self, name)
+        _number(self, "router_scale", optional=False)
         if self.sliding_window is not None:
             positive("sliding_window")
+        self._check_layer_types(positive)
+        if isinstance(self.rope_scaling, dict):  # from JSON / dataclasses.asdict
+            object.__setattr__(self, "rope_scaling", RopeScaling(**self.rope_scaling))
+        if self.rope_scaling is not None and not isinstance(self.rope_scaling, RopeScaling):
+            raise ValueError(f"TinyConfig.rope_scaling must be a RopeScaling, a dict of its fields or None, "
+                             f"got {self.rope_scaling!r}")
+        self._check_moe(positive)
+        self._check_mla(positive)
+
+    def _check_layer_types(self, positive):
+        """Sliding windows: the window and which layers are local."""
         if isinstance(self.layer_types, list):  # from JSON
             object.__setattr__(self, "layer_types", tuple(self.layer_types))
         if self.layer_types is not None:
@@ -192,13 +206,11 @@ class TinyConfig:
                                  f"got {bad[0]!r}")
             if "local" in self.layer_types and self.sliding_window is None:
                 raise ValueError("TinyConfig.layer_types has 'local' layers but TinyConfig.sliding_window is None")
-        if isinstance(self.rope_scaling, dict):  # from JSON / dataclasses.asdict
-            object.__setattr__(self, "rope_scaling", RopeScaling(**self.rope_scaling))
-        if self.rope_scaling is not None and not isinstance(self.rope_scaling, RopeScaling):
-            raise ValueError(f"TinyConfig.rope_scaling must be a RopeScaling, a dict of its fields or None, "
-                             f"got {self.rope_scaling!r}")
+
+    def _check_moe(self, positive):
+        """Mixture of experts: counts, the router's groups, dense first layers."""
         for name in ("n_experts", "experts_per_token", "n_shared_experts", "n_dense_layers", "mla_rope_dim"):
-            count(name)
+            _count(self, name)
         for name in ("router_groups", "router_topk_groups"):
             positive(name)
         if self.n_experts:
@@ -227,6 +239,9 @@ class TinyConfig:
             positive("d_expert")
         if self.n_experts and self.ffn not in ("swiglu", "geglu"):
             raise ValueError(f"TinyConfig.ffn={self.ffn!r}: mixture-of-experts FFNs are gated ('swiglu' or 'geglu')")
+
+    def _check_mla(self, positive):
+        """Multi-head latent attention: its fields need mla_kv_rank, and it excludes GQA and QK-norm."""
         if self.mla_kv_rank is None:
             for name in ("mla_q_rank", "mla_v_dim"):
                 if getattr(self, name) is not None:

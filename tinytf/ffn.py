@@ -56,13 +56,9 @@ class GeGLU(SwiGLU):
 GATED = {"swiglu": SwiGLU, "geglu": GeGLU}
 
 
-def make_ffn(cfg: TinyConfig, layer: int = 0) -> nn.Module:
-    """The FFN of layer ``layer``: a mixture of experts (tinytf.moe) when the config has experts and the layer
-    is past the first n_dense_layers, else a dense FFN of width d_ff."""
-    if cfg.is_moe_layer(layer):
-        from .moe import MoE
-
-        return MoE(cfg)
+def make_dense_ffn(cfg: TinyConfig) -> nn.Module:
+    """The dense FFN a config asks for, of width d_ff: gated (SwiGLU, GeGLU) or a two-matrix MLP. (A layer's
+    FFN, dense or a mixture of experts, is chosen by ``tinytf.blocks.make_ffn``.)"""
     if cfg.ffn in GATED:
         return GATED[cfg.ffn](cfg.d_model, cfg.d_ff, bias=cfg.bias)
     return MLP(cfg.d_model, cfg.d_ff, activation=cfg.ffn, bias=cfg.bias)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import numbers
 import operator
+import time
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import torch
 
@@ -34,6 +36,37 @@ class Generation:
     # one [B, V] tensor per generated token: the distribution the token was drawn from, after temperature,
     # top-k and top-p (greedy: one-hot on the argmax, i.e. the limit temperature -> 0)
     step_probs: list = field(default_factory=list)
+
+
+@dataclass
+class CacheStep:
+    """What ``generate`` (and ``generate_seq2seq``) report to ``on_step`` after each step: the model has just
+    run on ``fed`` and picked ``token``. Positions are indexes into the whole sequence (prompt + generated), so
+    they stay absolute when a RoPE model's context window slides and its cache is refilled.
+    Step 0 is the prompt (all its positions at once); every later step feeds the previous step's token."""
+
+    step: int
+    fed: list  # the ids fed at this step (first sequence of the batch)
+    positions: list  # their indexes in the sequence
+    token: torch.Tensor  # [B]: the token picked at this step
+    held: Optional[list]  # per layer, the sequence positions whose K/V (or MLA latent) the cache holds; None: no cache
+    nbytes: int  # bytes the cache holds after this step (0 without a cache)
+    cache: object = None  # the cache itself (KVCache or None): read it inside the callback, it changes afterwards
+
+    @property
+    def length(self) -> int:
+        """Positions the cache has seen (for a full cache: those it holds)."""
+        return 0 if self.cache is None else self.cache.length
+
+
+def _report(on_step, step, tokens, start, n_fed, token, cache, base=0):
+    """Call ``on_step`` with a CacheStep: ``tokens`` [B, L] is the sequence so far, ``n_fed`` positions from
+    ``start`` were fed; the cache's position p is sequence position base + p."""
+    if on_step is None:
+        return
+    held = None if cache is None else [[base + p for p in layer] for layer in cache.held()]
+    on_step(CacheStep(step=step, fed=tokens[0, start:start + n_fed].tolist(), positions=list(range(start, start + n_fed)),
+                      token=token, held=held, nbytes=0 if cache is None else cache.nbytes(), cache=cache))
 
 
 def _check_temperature(temperature):
@@ -149,28 +182,32 @@ def whole_number(value, what: str, low: int, high=None) -> int:
     return n
 
 
+def _check_sampling(model, temperature, top_k, top_p, seed):
+    _check_temperature(temperature)
+    _check_top_k(top_k, model.config.vocab_size)
+    _check_top_p(top_p)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TinyTFInputError(f"seed: expected an integer or None, got {seed!r}")
+
+
 @torch.no_grad()
 def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temperature: float = 0.0,
-             top_k=None, seed=None, timed: bool = False, top_p=None) -> Generation:
+             top_k=None, seed=None, timed: bool = False, top_p=None,
+             on_step: Optional[Callable[[CacheStep], None]] = None) -> Generation:
     """Generate ``max_new_tokens`` tokens after ``prompt`` ([T] or [B, T]) with a decoder-only model.
 
     temperature 0 = greedy; otherwise sampling from softmax(logits / temperature), optionally restricted to
     the ``top_k`` most likely tokens and/or the nucleus of mass ``top_p`` (both: top-k first). ``seed``
     makes sampling repeatable. The result holds the tokens, each step's raw logits (``step_logits``) and
-    the distribution each token was drawn from (``step_probs``).
+    the distribution each token was drawn from (``step_probs``). ``on_step``, if given, is called after every
+    step with a ``CacheStep``: what was fed, the token picked and which positions the cache now holds.
 
     Context window: a RoPE (or position-free) model is fed at most its ``config.max_seq_len`` most recent
     tokens, at positions 0 .. max_seq_len - 1, the positions it was trained on (``context_window``). Once the
     context is longer, the cached version empties its cache and prefills it with that window before each
     step, exactly what the naive version feeds, so the two still agree token for token. A model with a
     sinusoidal or learned position table refuses a run longer than its table instead."""
-    import time
-
-    _check_temperature(temperature)
-    _check_top_k(top_k, model.config.vocab_size)
-    _check_top_p(top_p)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise TinyTFInputError(f"seed: expected an integer or None, got {seed!r}")
+    _check_sampling(model, temperature, top_k, top_p, seed)
     ids, was_1d = check_ids(prompt, model.config, "prompt")
     max_new_tokens = whole_number(max_new_tokens, "max_new_tokens", 0)
     T = ids.shape[1]  # the last generated token is never fed back, so T + n - 1 positions run
@@ -181,21 +218,23 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
     model.eval()
     cache = model.new_cache() if use_cache else None
     out = Generation(tokens=ids)
-    step_input = ids
-    for _ in range(max_new_tokens):
+    n_fed, base = T, 0  # positions fed at this step; the sequence position of the cache's position 0
+    for step in range(max_new_tokens):
         t0 = time.perf_counter() if timed else 0.0
+        L = out.tokens.shape[1]
         if use_cache:
-            if window is not None and cache.length + step_input.shape[1] > window:
+            if window is not None and cache.length + n_fed > window:
                 # the context no longer fits: start again from the last `window` tokens, at positions 0..window-1
-                cache = model.new_cache()
-                step_input = out.tokens[:, -window:]
-            logits = model(step_input, cache=cache)[:, -1]  # only the new positions run; past K/V come from the cache
+                cache, n_fed, base = model.new_cache(), window, L - window
+            logits = model(out.tokens[:, L - n_fed:], cache=cache)[:, -1]  # only the new positions run
         else:
-            context = out.tokens if window is None else out.tokens[:, -window:]
-            logits = model(context)[:, -1]  # naive: the whole prefix (at most the last `window` tokens) again
+            start = 0 if window is None else max(L - window, 0)
+            n_fed = L - start  # naive: the whole prefix (at most the last `window` tokens) again
+            logits = model(out.tokens[:, start:])[:, -1]
         nxt, probs = pick_next(logits, temperature, top_k, generator, top_p=top_p, return_probs=True)  # [B], [B, V]
+        _report(on_step, step, out.tokens, L - n_fed, n_fed, nxt, cache, base)
         out.tokens = torch.cat((out.tokens, nxt[:, None]), dim=1)
-        step_input = nxt[:, None]  # [B, 1]
+        n_fed = 1  # the next step feeds only the token just picked
         out.step_logits.append(logits)
         out.step_probs.append(probs)
         if timed:
@@ -207,11 +246,13 @@ def generate(model, prompt, max_new_tokens: int, *, use_cache: bool = True, temp
 
 @torch.no_grad()
 def generate_seq2seq(model, src, bos: int, max_new_tokens: int, *, use_cache: bool = True,
-                     src_padding_mask=None) -> torch.Tensor:
+                     src_padding_mask=None, on_step: Optional[Callable[[CacheStep], None]] = None) -> torch.Tensor:
     """Greedy decoding with an EncoderDecoder: encode the source once, then generate target tokens
     starting from ``bos``. Returns the target ids including bos ([T] or [B, T]). For a batch of sources of
     different lengths, pad them and pass ``src_padding_mask`` (bool [B, S], True = padded): it hides the padding
-    from the encoder and from every cross-attention step. The targets grow together, so they need no mask."""
+    from the encoder and from every cross-attention step. The targets grow together, so they need no mask.
+    ``on_step`` sees a ``CacheStep`` after every step, as in ``generate`` (the cache is the decoder's
+    self-attention cache; the source's keys and values are recomputed from ``memory``)."""
     src, was_1d = check_ids(src, model.config, "src")
     max_new_tokens = whole_number(max_new_tokens, "max_new_tokens", 0)
     bos = whole_number(bos, "bos", 0, model.config.vocab_size)
@@ -220,11 +261,10 @@ def generate_seq2seq(model, src, bos: int, max_new_tokens: int, *, use_cache: bo
     memory = model.encode(src, src_padding_mask)  # [B, S, C], computed once
     tgt = torch.full((src.shape[0], 1), bos, dtype=torch.long)
     cache = model.new_cache() if use_cache else None
-    step_input = tgt
-    for _ in range(max_new_tokens):
-        logits = model(None, step_input if use_cache else tgt, cache=cache, memory=memory,
-                       src_padding_mask=src_padding_mask)[:, -1]
+    for step in range(max_new_tokens):
+        n_fed = 1 if use_cache and step > 0 else tgt.shape[1]  # with a cache: only the newest token
+        logits = model(None, tgt[:, -n_fed:], cache=cache, memory=memory, src_padding_mask=src_padding_mask)[:, -1]
         nxt = logits.argmax(-1)
+        _report(on_step, step, tgt, tgt.shape[1] - n_fed, n_fed, nxt, cache)
         tgt = torch.cat((tgt, nxt[:, None]), dim=1)
-        step_input = nxt[:, None]
     return tgt[0] if was_1d else tgt

@@ -45,6 +45,13 @@ class LatentCache:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.latent, self.k_rope) if t is not None)
 
+    def held(self) -> list:
+        return list(range(self.length))
+
+    def parts(self) -> dict:
+        """What the cache stores, by name: the latent [B, S, r_kv] and the RoPE key part [B, 1, S, R]."""
+        return {"latent": self.latent, "k_rope": self.k_rope}
+
 
 class LatentAttention(nn.Module):
     """Causal multi-head latent attention. Parameter names: q_proj (full-rank query) or q_down, q_norm, q_up

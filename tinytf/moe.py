@@ -25,6 +25,7 @@ from torch import nn
 import torch.nn.functional as F
 
 from .config import TinyConfig
+from .ffn import GATED
 from .hooks import Hook
 
 __all__ = ["RouterTopK", "MoE", "Experts", "SoftmaxRouter", "SigmoidRouter", "make_router"]
@@ -119,8 +120,6 @@ class MoE(nn.Module):
 
     def __init__(self, cfg: TinyConfig):
         super().__init__()
-        from .ffn import GATED
-
         self.router = make_router(cfg)
         self.experts = Experts(cfg)
         self.shared = (GATED[cfg.ffn](cfg.d_model, cfg.n_shared_experts * cfg.expert_width, bias=False)

@@ -87,13 +87,24 @@ def rope_angles(positions: torch.Tensor, d_head: int, theta: float = 10000.0):
     return angles.cos(), angles.sin()
 
 
+def _tracing() -> bool:
+    """True while torch.onnx / torch.jit trace or torch.compile captures the model: then RoPE computes its
+    angles from the positions (a graph op), never from a cached table (a constant of one length)."""
+    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling()
+
+
 class RoPE(nn.Module):
     """Rotary position embedding: rotates each (x_i, x_{i+D/2}) pair of Q and K by an angle
-    proportional to the position, so q_m . k_n depends only on m - n. No parameters."""
+    proportional to the position, so q_m . k_n depends only on m - n. No parameters.
+
+    ``rotate`` is the whole computation. ``forward`` gives exactly the same numbers, but takes cos and sin
+    once for q and k from a table kept per device and dtype, which grows to the longest sequence seen, as
+    Hugging Face's Llama computes them once per forward instead of in every layer (bench/bench_rope.py)."""
 
     def __init__(self, d_head: int, theta: float = 10000.0):
         super().__init__()
         self.d_head, self.theta = d_head, theta
+        self._tables = {}  # (device, dtype, ...) -> (cos, sin), each [n, D]: positions 0 .. n-1
 
     def rotate(self, x, offset: int = 0):  # x: [B, H, T, D]
         positions = torch.arange(offset, offset + x.shape[-2], device=x.device)
@@ -101,8 +112,35 @@ class RoPE(nn.Module):
         cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         return x * cos + rotate_half(x) * sin
 
-    def forward(self, q, k, offset: int = 0):
-        return self.rotate(q, offset), self.rotate(k, offset)
+    def forward(self, q, k, offset: int = 0):  # q: [B, H, T, D], k: [B, H_kv, T, D]
+        cos, sin = self.cos_sin(offset, q.shape[-2], q.device, q.dtype)  # [T, D] each (ScaledRoPE: [T, D/2])
+        return self.turn(q, cos, sin), self.turn(k, cos, sin)
+
+    def angles(self, positions, device):
+        """cos and sin of the rotation angles at ``positions`` (float32), each [T, D]."""
+        return rope_angles(positions, self.d_head, self.theta)
+
+    def turn(self, x, cos, sin):  # the rotation itself, as in rotate
+        return x * cos + rotate_half(x) * sin
+
+    def cos_sin(self, offset: int, T: int, device, dtype):
+        """cos and sin for positions offset .. offset + T - 1 in ``dtype``: rows of the cached table (computed
+        again, to the next power of two, only when a longer sequence comes), or computed directly while the
+        model is traced or compiled. The rows equal those ``rotate`` computes, bit for bit."""
+        end = offset + T
+        if _tracing():
+            cos, sin = self.angles(torch.arange(offset, end, device=device), device)
+            return cos.to(dtype), sin.to(dtype)
+        key = (device, dtype) + self._table_key()
+        table = self._tables.get(key)
+        if table is None or table[0].shape[0] < end:
+            with torch.inference_mode(False), torch.no_grad():  # a plain constant, usable in any later mode
+                cos, sin = self.angles(torch.arange(max(16, 1 << (end - 1).bit_length()), device=device), device)
+                table = self._tables[key] = (cos.to(dtype), sin.to(dtype))
+        return table[0][offset:end], table[1][offset:end]
+
+    def _table_key(self) -> tuple:
+        return ()
 
 
 def scaled_inv_freq(d: int, theta: float, scaling=None) -> torch.Tensor:
@@ -171,6 +209,7 @@ class ScaledRoPE(RoPE):
         self.register_buffer("inv_freq", scaled_inv_freq(d_head, theta, scaling), persistent=False)
         self.attention_factor = rope_attention_factor(scaling)  # YaRN scales cos and sin; 1.0 otherwise
         self.turn = self.turn_interleaved if pairing == "interleaved" else self.turn_half
+        self._tables = {}
 
     def turn_half(self, x, cos, sin):  # cos, sin: [T, D/2]
         cos, sin = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
@@ -182,9 +221,16 @@ class ScaledRoPE(RoPE):
 
     def rotate(self, x, offset: int = 0):  # x: [B, H, T, D]
         positions = torch.arange(offset, offset + x.shape[-2], device=x.device, dtype=torch.float32)
-        angles = positions[:, None] * self.inv_freq.to(x.device)[None, :]  # [T, D/2]
-        cos, sin = angles.cos() * self.attention_factor, angles.sin() * self.attention_factor
+        cos, sin = self.angles(positions, x.device)  # [T, D/2] each
         return self.turn(x, cos.to(x.dtype), sin.to(x.dtype))
+
+    def angles(self, positions, device):
+        """cos and sin of the scaled angles at ``positions``, times YaRN's attention factor, each [T, D/2]."""
+        angles = positions.to(torch.float32)[:, None] * self.inv_freq.to(device)[None, :]  # [T, D/2]
+        return angles.cos() * self.attention_factor, angles.sin() * self.attention_factor
+
+    def _table_key(self) -> tuple:
+        return (self.inv_freq.dtype,)  # a model cast to another dtype casts this buffer too
 
 
 class NoRotary(nn.Module):

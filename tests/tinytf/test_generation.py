@@ -302,3 +302,36 @@ def test_the_window_matters_and_tables_that_end_refuse_instead():
     assert context_window(learned) is None
     with pytest.raises(TinyTFInputError, match="covers only max_seq_len=12"):
         generate(learned, p, 30)
+
+
+def test_on_step_reports_what_the_cache_holds():
+    model = model_for(TinyConfig(n_layers=2, sliding_window=3, layer_types=("local", "global")))
+    steps = []
+    out = generate(model, prompt(T=4), 4, on_step=steps.append)
+    assert [s.step for s in steps] == [0, 1, 2, 3]
+    assert [s.positions for s in steps] == [[0, 1, 2, 3], [4], [5], [6]]
+    assert steps[0].fed == out.tokens[:4].tolist() and steps[1].fed == [int(out.tokens[4])]
+    assert [int(s.token[0]) for s in steps] == out.tokens[4:].tolist()
+    assert steps[-1].held == [[5, 6], list(range(7))]  # local layer: the newest window - 1; global: all
+    assert steps[-1].length == 7 and steps[-1].nbytes == steps[-1].cache.nbytes()
+    naive = []
+    generate(model, prompt(T=4), 2, use_cache=False, on_step=naive.append)
+    assert [s.held for s in naive] == [None, None] and [s.positions for s in naive] == [[0, 1, 2, 3], [0, 1, 2, 3, 4]]
+
+
+def test_on_step_positions_stay_absolute_when_the_context_window_slides():
+    model = model_for(TinyConfig(max_seq_len=6))
+    steps = []
+    out = generate(model, prompt(T=4), 5, on_step=steps.append)
+    assert torch.equal(out.tokens, generate(model, prompt(T=4), 5, use_cache=False).tokens)
+    assert [s.positions for s in steps] == [[0, 1, 2, 3], [4], [5], [1, 2, 3, 4, 5, 6], [2, 3, 4, 5, 6, 7]]
+    assert steps[2].held == [list(range(6))] * 2 and steps[4].held == [list(range(2, 8))] * 2
+
+
+def test_seq2seq_on_step():
+    tinytf.seed_everything(0)
+    model = tinytf.EncoderDecoder(TinyConfig(d_model=32, n_heads=2)).eval()
+    steps = []
+    tgt = generate_seq2seq(model, prompt(T=5), 1, 3, on_step=steps.append)
+    assert [s.positions for s in steps] == [[0], [1], [2]] and [s.held for s in steps][-1] == [[0, 1, 2]] * 2
+    assert [int(s.token[0]) for s in steps] == tgt[1:].tolist()

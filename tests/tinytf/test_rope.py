@@ -100,3 +100,41 @@ def test_rope_has_no_parameters_and_other_positions_do_not_rotate():
     x = torch.randn(1, 5, 32)
     _, tr = tinytf.run_with_trace(attn, x)
     assert torch.equal(tr["q_rot"], tr["q"]) and torch.equal(tr["k_rot"], tr["k"])
+
+
+@pytest.mark.parametrize("rope", [
+    tinytf.RoPE(8), tinytf.RoPE(16, theta=500000.0),
+    tinytf.positions.ScaledRoPE(8, 10000.0, tinytf.RopeScaling("llama3", 8.0, 1.0, 4.0, 64)),
+    tinytf.positions.ScaledRoPE(8, 10000.0, None, "interleaved"),
+    tinytf.positions.ScaledRoPE(8, 10000.0, tinytf.RopeScaling("yarn", 4.0, original_max_seq_len=32)),
+], ids=["plain", "theta", "llama3", "interleaved", "yarn"])
+def test_forward_takes_cos_sin_once_and_equals_rotate_bit_for_bit(rope):
+    g = torch.Generator().manual_seed(0)
+    for offset, T in ((0, 5), (5, 1), (6, 30), (3, 100), (0, 1)):  # the table grows, then serves slices
+        q, k = torch.randn(2, 4, T, rope.d_head, generator=g), torch.randn(2, 2, T, rope.d_head, generator=g)
+        rq, rk = rope(q, k, offset)
+        assert torch.equal(rq, rope.rotate(q, offset)) and torch.equal(rk, rope.rotate(k, offset))
+    assert len(rope._tables) == 1 and rope._tables[(torch.device("cpu"), torch.float32) + rope._table_key()][0].shape[0] == 128
+    half = q.to(torch.bfloat16)  # another dtype: its own table, still equal to rotate
+    assert torch.equal(rope(half, half, 7)[0], rope.rotate(half, 7))
+    with torch.inference_mode():  # a table made here is still usable with autograd afterwards
+        rope(q, k, 200)
+    x = q.clone().requires_grad_()
+    rope(x, x, 150)[0].sum().backward()
+    assert x.grad is not None
+
+
+def test_every_layer_of_a_model_shares_nothing_but_computes_each_table_once():
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=3)).eval()
+    calls = []
+    original = tinytf.positions.rope_angles
+    try:
+        tinytf.positions.rope_angles = lambda *a, **kw: calls.append(a[0].shape[0]) or original(*a, **kw)
+        ids = tinytf.encode("hello there")
+        with torch.no_grad():
+            model(ids)
+            model(ids)
+        assert calls == [16, 16, 16]  # once per layer for the first forward (16 = next power of two), then never
+    finally:
+        tinytf.positions.rope_angles = original

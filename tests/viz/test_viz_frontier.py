@@ -6,6 +6,7 @@ import torch
 
 import tinytf
 from tinytf.errors import TinyTFInputError
+from tinytf.lab import frontier as frontier_lab
 from tinytf.viz import frontier as fv
 from tinytf.viz import show
 
@@ -34,7 +35,7 @@ def test_window_masks_are_the_trace_masks_and_the_mask_function():
 def test_gradient_reach_grows_one_window_per_local_layer():
     cfg = LOCAL_GLOBAL.replace(layer_types=None)  # every layer local, window 3
     torch.manual_seed(0)
-    reach = fv.gradient_reach(tinytf.TinyTransformer(cfg).eval(), tinytf.encode("abcdefghijkl"))
+    reach = frontier_lab.gradient_reach(tinytf.TinyTransformer(cfg).eval(), tinytf.encode("abcdefghijkl"))
     T = 12
     for layer in range(3):
         for q in range(T):
@@ -48,7 +49,7 @@ def test_sliding_window_figure_draws_the_masks_and_the_measured_reach():
     model = tinytf.TinyTransformer(LOCAL_GLOBAL).eval()  # the figure builds its model with seed 0 too
     ids = tinytf.encode("abcdefghij")
     masks = fv.window_masks(model, ids)
-    reach = fv.gradient_reach(model, ids)
+    reach = frontier_lab.gradient_reach(model, ids)
     for i in range(3):
         assert np.array_equal(_z(fig.data[i]), masks[i].astype(float))
     assert len(fig.frames) == 10 and [f.name for f in fig.frames] == [str(q) for q in range(10)]
@@ -125,7 +126,7 @@ def test_expert_load_counts_every_choice():
 
 def test_logit_growth_records_the_trace_and_the_figure_draws_the_records():
     cfg = tinytf.TinyConfig(vocab_size=128, d_model=32, n_heads=2, n_layers=1, d_ff=64, max_seq_len=32)
-    rec = fv.logit_growth(cfg, steps=4, lr=1e-2, seed=0, every=2, batch_size=4)
+    rec = frontier_lab.logit_growth(cfg, steps=4, lr=1e-2, seed=0, every=2, batch_size=4)
     assert rec["steps"] == [0, 2, 4] and rec["loss"][0] is None and all(v > 0 for v in rec["loss"][1:])
     # step 0 is the untrained model (seed 0) on the probe batch
     torch.manual_seed(0)
@@ -140,7 +141,7 @@ def test_logit_growth_records_the_trace_and_the_figure_draws_the_records():
 
 
 def test_recorded_logit_growth_file_supports_the_chapter():
-    recorded = fv.load_logit_growth()
+    recorded = frontier_lab.load_logit_growth()
     runs = recorded["runs"]
     assert set(runs) == {"plain", "QK-norm"} and all(len(r) == 3 for r in runs.values())
     assert min(r["max_logit"][-1] for r in runs["plain"]) > max(max(r["max_logit"]) for r in runs["QK-norm"])

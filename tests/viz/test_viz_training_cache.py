@@ -56,7 +56,7 @@ def test_snapshots_follow_a_real_cached_generation(model):
     with torch.no_grad():
         model(torch.tensor(gen.tokens[:7].tolist())[None], cache=cache)
     expected = cache.layers[1].k[0].norm(dim=-1).mean(0)
-    assert torch.allclose(torch.tensor(snaps[-1]["k_norms"][1]), expected, atol=1e-5)
+    assert torch.allclose(torch.tensor(snaps[-1]["norms"][1][0]), expected, atol=1e-5)
 
 
 def test_cache_growth_frames(model):
@@ -68,10 +68,10 @@ def test_cache_growth_frames(model):
     width = snaps[-1]["length"]
     assert len(heat.z) == 2 * model.config.n_layers and len(heat.z[0]) == width
     assert list(heat.z[0]) == [0, 0, 1, 2, 3]  # the prompt's 2 positions at step 0, then one per step
-    assert list(heat.customdata[2]) == pytest.approx(snaps[-1]["k_norms"][1])  # row 2 = layer 1 K
+    assert list(heat.customdata[2]) == pytest.approx(snaps[-1]["norms"][1][0])  # row 2 = layer 1 K
     first = fig.frames[0].data[0]
     assert list(first.z[0]) == [0, 0, None, None, None]
-    assert list(first.customdata[1][:2]) == pytest.approx(snaps[0]["v_norms"][0])
+    assert list(first.customdata[1][:2]) == pytest.approx(snaps[0]["norms"][0][1])
     assert list(fig.frames[-1].data[1].y) == [s["nbytes"] / 1024 for s in snaps]
     assert "new token" in fig.frames[1].layout.title.text
     assert fig.frames[2].layout.shapes[0].x0 == 2.5  # the column written at step 2 (position 3) is outlined

@@ -56,6 +56,8 @@ from torch import nn
 from . import tasks as T
 from ..config import TinyConfig, config_2017, config_2026
 from ..errors import TinyTFInputError
+from ..models import EncoderDecoder, ScaledEmbedding
+from . import train as TR
 
 RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "compare_blocks.json"
 
@@ -155,8 +157,6 @@ def paper_init(model: nn.Module) -> nn.Module:
 
 def _scale_embeddings(model) -> None:
     """Give the encoder and decoder of an EncoderDecoder sqrt(d_model)-scaled embeddings (if not already)."""
-    from ..models import ScaledEmbedding
-
     for part in (model.encoder, model.decoder):
         if not isinstance(part.embed, ScaledEmbedding):
             part.embed = ScaledEmbedding(part.embed.num_embeddings, part.embed.embedding_dim)
@@ -174,8 +174,6 @@ def build_model(cfg: TinyConfig, seed: int):
     is left alone). With ``cfg.scale_embeddings`` its token embeddings are multiplied by sqrt(d_model). A
     post-norm model has no final norm after its encoder and decoder stacks (their last sublayer already ends in
     one, as in the paper); a pre-norm model keeps them."""
-    from ..models import EncoderDecoder
-
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = EncoderDecoder(cfg.replace(scale_embeddings=False))  # the draws of the recorded runs
@@ -204,8 +202,6 @@ def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["step
 
     A run whose loss stops being finite is stopped there and marked ``diverged`` (its metrics are None).
     ``bar``: a tqdm bar advanced by one per step."""
-    from . import train as TR
-
     if threads is not None:
         torch.set_num_threads(threads)
     task = T.ReversalTask(min_length=min_length, max_length=max_length)

@@ -26,7 +26,8 @@ import torch.nn.functional as F
 
 from ..config import RopeScaling
 from ..errors import TinyTFInputError
-from . import textdata
+from ..models import TinyTransformer
+from . import pretrained, textdata
 
 RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "text-4l-context.json"
 BANDS = ((0, 32), (96, 128), (128, 192), (192, 256), (256, 384), (384, 512))  # positions [start, end)
@@ -66,8 +67,6 @@ def interpolated(model, factor: float, kind: str = "linear", max_seq_len=None):
     divided by ``factor`` (``RopeScaling("linear", factor)``); ``kind="yarn"``: YaRN's frequencies with the
     original length = the model's max_seq_len (fast pairs kept, slow ones interpolated, a ramp between, and
     its attention factor). The weights are the same values; nothing is trained."""
-    from ..models import TinyTransformer
-
     cfg = model.config
     if cfg.pos != "rope":
         raise TinyTFInputError(f"interpolated: position interpolation rescales RoPE; this model uses pos={cfg.pos!r}")
@@ -113,8 +112,6 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
     """Bits per byte by position of checkpoint ``name`` on ``n_windows`` windows of ``seq_len`` bytes of its
     validation split, for each condition {key: (kind, factor)} (factor 1 = the model as shipped). One torch
     thread."""
-    from . import pretrained
-
     info = pretrained.info(name)
     corpus = textdata.stdlib_corpus()
     model = pretrained.load(name)

@@ -25,6 +25,13 @@ from typing import Callable
 
 import torch
 
+from ..config import TinyConfig
+from ..generation import next_token_probs
+from ..models import EncoderDecoder, TinyTransformer
+from ..norms import RMSNorm
+from ..tokens import encode
+from .ablation import MeanAblation
+from .parameters import LLAMA3_8B, count_parameters
 from .precision import below
 
 TOLERANCE = 1e-5  # max |yours - tinytf| for a pass: float32 rounding, not a different formula
@@ -183,9 +190,6 @@ def compare(name: str, got, want: torch.Tensor, axes: tuple, tolerance: float = 
 
 
 def _model(**changes):
-    from ..config import TinyConfig
-    from ..models import TinyTransformer
-
     return TinyTransformer(TinyConfig(**changes)).eval()
 
 
@@ -198,8 +202,6 @@ def _nudge(module, scale=0.1):
 
 
 def _trace(model, text):
-    from ..tokens import encode
-
     with torch.no_grad():
         _, trace = model.run_with_trace(encode(text))
     return trace
@@ -226,8 +228,6 @@ def _check_causal_attention(name, fn, tol):
 
 
 def _check_rmsnorm(name, fn, tol):
-    from ..norms import RMSNorm
-
     norm = _nudge(RMSNorm(128)).eval()
     x = torch.randn(2, 5, 128) * 2 + 0.5
     with torch.no_grad():
@@ -252,9 +252,6 @@ def _check_block(name, fn, tol, norm_position):
 
 
 def _check_parameter_count(name, fn, tol):
-    from ..config import TinyConfig
-    from .parameters import LLAMA3_8B, count_parameters
-
     configs = [("TinyConfig()", TinyConfig()),
                ("TinyConfig(n_layers=4, d_model=64, d_ff=256)", TinyConfig(n_layers=4, d_model=64, d_ff=256)),
                ("TinyConfig(n_kv_heads=2)", TinyConfig(n_kv_heads=2)),
@@ -284,10 +281,6 @@ def _check_parameter_count(name, fn, tol):
 
 
 def _check_cross_attention(name, fn, tol):
-    from ..config import TinyConfig
-    from ..models import EncoderDecoder
-    from ..tokens import encode
-
     model = _nudge(EncoderDecoder(TinyConfig(n_layers=1)), 0.02).eval()
     with torch.no_grad():
         _, tr = model.run_with_trace(encode("source text"), encode("target"))
@@ -304,8 +297,6 @@ def _check_gqa(name, fn, tol):
 
 
 def _check_kv_cache_step(name, fn, tol):
-    from ..tokens import encode
-
     model = _nudge(_model())
     cache = model.new_cache()
     with torch.no_grad():
@@ -318,9 +309,6 @@ def _check_kv_cache_step(name, fn, tol):
 
 
 def _check_sampler(name, fn, tol):
-    from ..generation import next_token_probs
-    from ..tokens import encode
-
     model = _model()
     with torch.no_grad():
         logits = model(encode("The cat sat"))[-1:] * 40  # [1, V]; scaled so that the settings differ clearly
@@ -343,8 +331,6 @@ def _check_sampler(name, fn, tol):
 
 
 def _check_moe_router(name, fn, tol):
-    from ..tokens import encode
-
     model = _nudge(_model(n_experts=8, experts_per_token=2, d_expert=32), 0.3)
     with torch.no_grad():
         _, tr = model.run_with_trace(encode("route each token"), names=["blocks.0.ffn.router_logits",
@@ -370,9 +356,6 @@ def _check_moe_router(name, fn, tol):
 
 
 def _check_mean_ablated_block(name, fn, tol):
-    from ..tokens import encode
-    from .ablation import MeanAblation
-
     model = _nudge(_model(), 0.05)
     ffn_mean = 0.5 * torch.randn(model.config.d_model) + 0.2  # stands in for the FFN's mean output [C]
     ids = encode("mean ablation")

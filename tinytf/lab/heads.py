@@ -19,6 +19,8 @@ import re
 import torch
 
 from ..errors import TinyTFInputError
+from ..tokens import encode
+from ..tracing import Trace
 
 PATTERNS = ("previous", "word_start", "first")
 PATTERN_NAMES = {"previous": "previous token (key i-1)", "word_start": "start of the current word",
@@ -90,9 +92,6 @@ def score_table(model_or_trace, text: str) -> list:
     """Every (layer, head) of a decoder on ``text``: a list of dicts {layer, head, previous, word_start,
     first} (floats). ``model_or_trace`` is a TinyTransformer (run on the bytes of ``text``) or a Trace of
     that run."""
-    from ..tokens import encode
-    from ..tracing import Trace
-
     trace = model_or_trace
     if not isinstance(model_or_trace, Trace):
         with torch.no_grad():

@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 
 from ..config import RopeScaling, TinyConfig
+from ..models import TinyTransformer
+from ..positions import yarn_mscale
 
 __all__ = ["HFConfigError", "config_from_hf", "from_hf", "hf_state_dict_names", "SUPPORTED_MODEL_TYPES",
            "published_config", "PUBLISHED_CONFIGS"]
@@ -259,8 +261,6 @@ def _deepseek_v3(r: _Reader) -> TinyConfig:
         key = "rope_scaling" if "rope_scaling" in r.d else "rope_parameters"
         r.refuse(key, f"RoPE scaling {scaling.kind!r} with MLA (DeepSeek-V3 uses 'yarn')")
     if scaling is not None and scaling.mscale_all_dim:  # YaRN also rescales MLA's softmax (as transformers does)
-        from ..positions import yarn_mscale
-
         attn_scale = (nope + rope_dim) ** -0.5 * yarn_mscale(scaling.factor, scaling.mscale_all_dim) ** 2
     return TinyConfig(
         rope_scaling=scaling, attn_scale=attn_scale,
@@ -415,8 +415,6 @@ def from_hf(state_dict: dict, config, *, ignore=()):
     """A TinyTransformer holding a Hugging Face checkpoint's weights (names as in the HF model's state_dict,
     or the per-expert names of the published MoE files). Every tinytf parameter must be filled and every
     checkpoint tensor used, else HFConfigError names the tensor."""
-    from ..models import TinyTransformer
-
     d = _as_dict(config)
     cfg = config_from_hf(d, ignore=ignore)
     with torch.device("meta"):

@@ -43,7 +43,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..config import TinyConfig
 from ..errors import TinyTFInputError
+from ..models import TinyTransformer
+from ..seeding import seed_everything
+from . import pretrained
 
 INPUT_NAME = "ids"
 LOGITS = "logits"
@@ -64,8 +68,6 @@ class _TracedOutputs(nn.Module):
 
 
 def _check_model(model) -> None:
-    from ..models import TinyTransformer
-
     if not isinstance(model, TinyTransformer):
         raise TinyTFInputError(f"export_onnx: expected a decoder-only tinytf.TinyTransformer, got {type(model).__name__}"
                                + (" (the encoder-decoder takes two inputs; it is not exported)"
@@ -180,8 +182,6 @@ def book_models() -> list:
     "untrained" (``seed_everything(0); TinyTransformer(TinyConfig())``, what the live panel shows with
     seed 0), then every shipped decoder-only checkpoint, synthetic-task decoders first, then the byte-level
     text models; the labels are the live panel's weights menu (tinytf.viz.panel). Not the seq2seq model."""
-    from . import pretrained
-
     out = [("untrained", "untrained (seed 0)", _untrained)]
     decoders = list(pretrained.names(kind="decoder"))
     out += [(n, f"trained: {n}", functools.partial(pretrained.load, n)) for n in decoders]
@@ -193,10 +193,6 @@ def book_models() -> list:
 def _untrained():
     """seed_everything(0); TinyTransformer(TinyConfig()), leaving the caller's random state as it was."""
     import random
-
-    from .. import seed_everything
-    from ..config import TinyConfig
-    from ..models import TinyTransformer
 
     state = random.getstate()
     try:

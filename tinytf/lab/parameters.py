@@ -8,7 +8,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..blocks import DecoderBlock
 from ..config import TinyConfig
+from ..models import EncoderDecoder, TinyTransformer
+from ..moe import Experts
+from .hf import config_from_hf
 
 LLAMA3_8B = TinyConfig(vocab_size=128256, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336,
                        norm="rms", ffn="swiglu", pos="rope", bias=False, tie_embeddings=False, max_seq_len=8192)
@@ -110,8 +114,6 @@ def _skip_init():
 
 def meta_model(cfg: TinyConfig, kind: str = "decoder"):
     """Build a model on the meta device: shapes only, no memory, no initialisation cost."""
-    from ..models import EncoderDecoder, TinyTransformer
-
     with torch.device("meta"), _skip_init():
         return (TinyTransformer if kind == "decoder" else EncoderDecoder)(cfg)
 
@@ -120,8 +122,6 @@ def _as_config(cfg) -> TinyConfig:
     if isinstance(cfg, TinyConfig):
         return cfg
     if isinstance(cfg, dict) and "model_type" in cfg:  # a Hugging Face config.json
-        from .hf import config_from_hf
-
         # RoPE scaling and fp8 storage change no parameter count
         return config_from_hf(cfg, ignore=("rope_scaling", "rope_parameters", "quantization_config"))
     raise TypeError(f"expected a TinyConfig or a Hugging Face config dict, got {type(cfg).__name__}")
@@ -137,8 +137,6 @@ def active_parameters(cfg: TinyConfig) -> int:
     """Parameters one token goes through: the total minus, in every MoE layer, the routed experts the router
     did not choose ((n_experts - experts_per_token) experts). Equals count_parameters for a dense model.
     (Like the published figures, it counts the whole embedding matrix and LM head.)"""
-    from ..moe import Experts
-
     cfg = _as_config(cfg)
     model = meta_model(cfg)
     total = sum(p.numel() for p in model.parameters())
@@ -157,8 +155,6 @@ def approx_layer_params(d_model: int, r: float) -> float:
 
 def exact_layer_params(cfg: TinyConfig) -> dict:
     """Exact per-layer counts by sublayer, from a meta-device block."""
-    from ..blocks import DecoderBlock
-
     with torch.device("meta"), _skip_init():
         block = DecoderBlock(cfg)
     parts = {"attention": block.attn, "ffn": block.ffn, "norms": nn.ModuleList([block.norm1, block.norm2])}

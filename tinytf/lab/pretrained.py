@@ -43,9 +43,10 @@ from typing import Optional
 
 import torch
 
-from . import tasks as T
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
+from ..models import EncoderDecoder, TinyTransformer
+from . import tasks as T
 
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
 FORMAT = "tinytf-checkpoint/1"  # marks a sidecar JSON as a checkpoint description
@@ -160,8 +161,6 @@ def config_from_info(data: dict, where="checkpoint") -> TinyConfig:
 
 
 def _build(kind: str, cfg: TinyConfig):
-    from ..models import EncoderDecoder, TinyTransformer
-
     return TinyTransformer(cfg) if kind == "decoder" else EncoderDecoder(cfg)
 
 
@@ -224,8 +223,6 @@ def save_checkpoint(model, path, info: dict, dtype: Optional[torch.dtype] = None
     ``dtype`` (e.g. torch.float16) stores the weights in that type (None: as they are); loading casts back
     to the model's float32. Returns the two paths. Used by ``python -m tinytf train --out``."""
     from safetensors.torch import save_file
-
-    from ..models import EncoderDecoder, TinyTransformer
 
     if isinstance(model, TinyTransformer):
         kind = "decoder"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from ..blocks import DecoderBlock
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 
@@ -108,8 +109,6 @@ def mtp_module_parameters(cfg: TinyConfig, with_copies: bool = True) -> dict:
     inputs and the final norm of its head; ``with_copies`` adds the embedding and output head, which the
     module shares with the model in training but which a checkpoint may store again with it."""
     from torch import nn
-
-    from ..blocks import DecoderBlock
 
     with torch.device("meta"):  # sizes only, no memory
         block = DecoderBlock(cfg, layer=cfg.n_layers - 1)

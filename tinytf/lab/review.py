@@ -36,6 +36,7 @@ from dataclasses import dataclass, fields
 
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
+from .hf import config_from_hf, published_config
 
 __all__ = ["Gap", "review", "format_review", "review_table", "block_fields", "PUBLISHED", "GATED_FFNS", "RATIO_RANGE",
            "FRONTIER", "FRONTIER_CHAPTER", "FRONTIER_FEATURES", "FrontierFeature", "frontier_review",
@@ -222,8 +223,6 @@ FRONTIER_CHAPTER = "The frontier block"
 
 def _frontier_presets() -> dict:
     """Frontier models, each built from its published config.json (tinytf/configs) by config_from_hf."""
-    from .hf import config_from_hf, published_config
-
     names = {"Qwen3-0.6B": "Qwen3 0.6B", "Qwen3-30B-A3B": "Qwen3 30B-A3B", "Gemma-3-1B": "Gemma 3 1B",
              "OLMo-2-1124-7B": "OLMo 2 7B", "Mixtral-8x7B-v0.1": "Mixtral 8x7B", "DeepSeek-V3": "DeepSeek-V3"}
     # DeepSeek-V3's fp8 storage changes neither the block's design nor its sizes

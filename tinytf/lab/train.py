@@ -52,9 +52,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import tasks as T
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
+from ..generation import generate
+from ..models import EncoderDecoder, TinyTransformer
+from ..tokens import decode, encode
+from . import tasks as T
+from . import textdata
+from .pretrained import SNAPSHOT_MARK, load_checkpoint, save_checkpoint
 
 EVAL_SEED = 10_000  # evaluate() default: never used for training data (training uses small seeds)
 
@@ -131,8 +136,6 @@ def seq2seq_loss(model, batch):
 
 
 def _check_model(model, task):
-    from ..models import EncoderDecoder, TinyTransformer
-
     want = TinyTransformer if task.kind == "decoder" else EncoderDecoder
     if not isinstance(model, want):
         raise TinyTFInputError(f"task {task.name!r} trains a {want.__name__}, got {type(model).__name__}")
@@ -343,8 +346,6 @@ def train_text(model, corpus=None, steps: int = 1000, lr: float = 3e-3, batch_si
     (step, {"train_bpb", "val_bpb"}). ``on_snapshot(step, model, history)`` is called at each step of
     ``snapshot_steps`` (0 = untrained, ``steps`` = final), after that step's update and evaluation.
     """
-    from . import textdata
-
     corpus = textdata.stdlib_corpus() if corpus is None else corpus
     if model.config.vocab_size < 256:
         raise TinyTFInputError(f"train_text: byte-level text needs vocab_size >= 256, got {model.config.vocab_size}")
@@ -453,8 +454,6 @@ PRESETS = {
 
 def build_model(kind: str, cfg: TinyConfig, seed: int = 0):
     """A freshly initialised model of ``kind`` ('decoder' or 'seq2seq'), initialised under ``seed``."""
-    from ..models import EncoderDecoder, TinyTransformer
-
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return TinyTransformer(cfg) if kind == "decoder" else EncoderDecoder(cfg)
@@ -508,16 +507,11 @@ def _round(x, digits=5):
 
 
 def _text_metrics(model, corpus, preset) -> dict:
-    from . import textdata
-
     return {"train_bpb": _round(textdata.bits_per_byte(model, corpus.train, preset.report_windows, preset.seq_len)),
             "val_bpb": _round(textdata.bits_per_byte(model, corpus.val, preset.report_windows, preset.seq_len))}
 
 
 def _continuations(model, preset) -> dict:
-    from ..generation import generate
-    from ..tokens import decode, encode
-
     prompt = encode(preset.prompt)
     greedy = generate(model, prompt, preset.continuation_bytes)
     sampled = generate(model, prompt, preset.continuation_bytes, **preset.sample)
@@ -526,12 +520,35 @@ def _continuations(model, preset) -> dict:
             "sampled": decode(sampled.tokens[len(prompt):]), "sampling": dict(preset.sample)}
 
 
+def _text_info(preset, history, n_params: int, load: float, snap_names: dict) -> dict:
+    """The sidecar of the final text checkpoint, before its metrics: what was trained, how, and the curve."""
+    curve = {"steps": [s for s, _ in history.evals],
+             "train_bpb": [_round(m["train_bpb"], 4) for _, m in history.evals],
+             "val_bpb": [_round(m["val_bpb"], 4) for _, m in history.evals],
+             "eval_windows": preset.eval_windows, "seq_len": preset.seq_len,
+             "measured": "during training, float32 weights, bits per byte on eval_windows fixed windows of each split",
+             "batch_loss_bpb": {str(s): _round(v / math.log(2), 4) for s, v in history.curve(36)}}
+    info = {
+        "description": preset.description,
+        "task": {"name": "text", "seq_len": preset.seq_len, "data": "tinytf.textdata.stdlib_corpus()"},
+        "parameters": n_params,
+        "lr": preset.lr, "batch_size": preset.batch_size, "seq_len": preset.seq_len,
+        "optimizer": f"AdamW(betas {preset.betas[0]}/{preset.betas[1]}, weight decay {preset.weight_decay} on "
+                     f"matrices), clip 1.0, {preset.warmup_steps} warm-up steps, then cosine decay to 10% of lr",
+        "train_seconds": round(history.seconds, 1),
+        "train_cpu_seconds": round(history.cpu_seconds, 1),
+        "machine_load_average_5min": round(load, 1),
+        "curve": curve,
+        "snapshots": {str(s): n for s, n in snap_names.items()},
+        "reproducibility": "one CPU thread; the same command on the same torch build and the same corpus (sha256) "
+                           "gives bit-identical weights; the metrics are recomputed from the stored weights",
+    }
+    return info
+
+
 def main_text(args, argv) -> int:
     """``python -m tinytf train --task text``: train the byte-level model, write the final checkpoint and
     snapshots (float16 weights; metrics measured on the re-loaded weights)."""
-    from . import textdata
-    from .pretrained import SNAPSHOT_MARK, load_checkpoint, save_checkpoint
-
     preset = TEXT_PRESETS[args.preset or "small"]
     steps = args.steps or preset.steps
     seed = preset.seed if args.seed is None else args.seed
@@ -585,27 +602,7 @@ def main_text(args, argv) -> int:
           f"final batch loss {history.final_loss:.4f} nats "
           f"({history.final_loss / math.log(2):.3f} bits/byte)", flush=True)
     base = textdata.baselines(corpus.train, corpus.val, preset.report_windows, preset.seq_len)
-    curve = {"steps": [s for s, _ in history.evals],
-             "train_bpb": [_round(m["train_bpb"], 4) for _, m in history.evals],
-             "val_bpb": [_round(m["val_bpb"], 4) for _, m in history.evals],
-             "eval_windows": preset.eval_windows, "seq_len": preset.seq_len,
-             "measured": "during training, float32 weights, bits per byte on eval_windows fixed windows of each split",
-             "batch_loss_bpb": {str(s): _round(v / math.log(2), 4) for s, v in history.curve(36)}}
-    info = {
-        "description": preset.description,
-        "task": {"name": "text", "seq_len": preset.seq_len, "data": "tinytf.textdata.stdlib_corpus()"},
-        "parameters": n_params,
-        "lr": preset.lr, "batch_size": preset.batch_size, "seq_len": preset.seq_len,
-        "optimizer": f"AdamW(betas {preset.betas[0]}/{preset.betas[1]}, weight decay {preset.weight_decay} on "
-                     f"matrices), clip 1.0, {preset.warmup_steps} warm-up steps, then cosine decay to 10% of lr",
-        "train_seconds": round(history.seconds, 1),
-        "train_cpu_seconds": round(history.cpu_seconds, 1),
-        "machine_load_average_5min": round(load, 1),
-        "curve": curve,
-        "snapshots": {str(s): n for s, n in snap_names.items()},
-        "reproducibility": "one CPU thread; the same command on the same torch build and the same corpus (sha256) "
-                           "gives bit-identical weights; the metrics are recomputed from the stored weights",
-    }
+    info = _text_info(preset, history, n_params, load, snap_names)
     if args.out is None:
         metrics = _text_metrics(model, corpus, preset)
         print(f"metrics (float32 weights): {metrics}; baselines: {base}")
@@ -663,8 +660,6 @@ def main(argv=None) -> int:
                     warmup_steps=preset.warmup_steps, schedule=preset.schedule)
     print(history.summary(), flush=True)
     if args.out is not None:
-        from .pretrained import save_checkpoint
-
         given = argv if argv is not None else sys.argv[1:]
         command = "python -m tinytf train " + " ".join(a for a in given if a != "--no-progress")  # no effect on results
         info = {

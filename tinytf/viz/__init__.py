@@ -44,11 +44,12 @@ __all__ = [
 ]
 
 # The frontier block (chapter "The frontier block"): sliding windows, cache against context, router, QK-norm logits.
-from .frontier import (cache_context_figure, expert_load, gradient_reach, logit_growth,  # noqa: E402
-                       logit_growth_figure, router_figure, sliding_window_figure, window_masks)
+# (What they draw is measured in tinytf.lab.frontier: gradient_reach, logit_growth.)
+from .frontier import (cache_context_figure, expert_load, logit_growth_figure, router_figure,  # noqa: E402
+                       sliding_window_figure, window_masks)
 
-__all__ += ["sliding_window_figure", "window_masks", "gradient_reach", "cache_context_figure", "expert_load",
-            "router_figure", "logit_growth", "logit_growth_figure"]
+__all__ += ["sliding_window_figure", "window_masks", "cache_context_figure", "expert_load",
+            "router_figure", "logit_growth_figure"]
 
 # The text model along its training run (issue #12): one head's map at every saved snapshot.
 from .snapshots import head_comparison, snapshot_attention  # noqa: E402

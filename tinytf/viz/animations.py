@@ -17,6 +17,9 @@ import torch
 from ..errors import TinyTFInputError
 from .common import (animation_controls, DIVERGING, FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, get_traced, make_figure, need,
                      sym_range)
+from ..lab.parameters import exact_layer_params
+from ..lab.review import review
+from .positions import rope_pair_paths
 
 
 def _title(main: str, detail: str) -> str:
@@ -30,8 +33,6 @@ def rope_animation(d_head: int = 32, n_positions: int = 16, pairs=(0, 4, 15), th
     query or key whose every pair is (1, 0) before rotation, after ``RoPE.rotate`` at position t
     (an arrow), with the points of the earlier positions (the path so far). Fast pairs (small i)
     turn quickly, slow pairs barely move."""
-    from .positions import rope_pair_paths
-
     if n_positions < 2:
         raise TinyTFInputError("rope_animation needs n_positions >= 2")
     paths = {i: arr(p) for i, p in rope_pair_paths(d_head, n_positions, pairs, theta).items()}
@@ -203,9 +204,6 @@ def swap_animation(steps, frame_ms: int = 1400):
     2017 → 2026 path). One frame per step: the parameters of one block by component
     (``tinytf.exact_layer_params``) and how many gaps the block reviewer (``tinytf.review``) still
     finds against the Llama-3-style recipe."""
-    from ..lab.parameters import exact_layer_params
-    from ..lab.review import review
-
     steps = list(steps)
     if not steps:
         raise TinyTFInputError("swap_animation: no steps given")

@@ -30,6 +30,44 @@ def attention_names(trace, layer: int, kind: str = "self"):
     return p + "weights", (p + "masked_scores" if p + "masked_scores" in trace else None)
 
 
+def _choose_panels(w, masked, heads, H: int) -> list:
+    """(title, weights [T, S], masked [T, S]) per panel: the mean over heads and/or the heads asked for."""
+    if isinstance(heads, int) and not isinstance(heads, bool):
+        if not 0 <= heads < H:
+            raise TinyTFInputError(f"head {heads} does not exist: this layer has {H} heads (0..{H - 1})")
+        panels = [(f"head {heads}", w[heads], masked[heads])]
+    elif heads in ("all", "mean", "each"):
+        panels = [("mean of heads", w.mean(0), masked.all(0))] if heads in ("all", "mean") else []
+        if heads in ("all", "each"):
+            panels += [(f"head {h}", w[h], masked[h]) for h in range(H)]
+    else:
+        raise TinyTFInputError(f"heads must be 'all', 'mean', 'each' or a head index; got {heads!r}")
+    return panels
+
+
+def _panel_traces(name, z, mk, qlab, klab, ax: str, q_name: str, k_name: str) -> list:
+    """One panel's traces: the weights, and where a mask blanks cells, a grey layer with an x on each."""
+    data = [dict(
+        type="heatmap", z=bnd.op("where", mk, None, z), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
+        coloraxis="coloraxis", xgap=1, ygap=1, name=name,  # the hover reads the labels from x and y
+        hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
+                       "<br>weight %{z:.3f}<extra></extra>"),
+    )]
+    if mk.value.any():  # which cells are masked depends on the length only (a causal mask)
+        data.append(dict(
+            type="heatmap", z=bnd.op("where", mk, 1.0, None), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
+            colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False, xgap=1, ygap=1,
+            name=f"{name} (masked)",
+            hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
+                           "<br>masked: a later position, weight 0<extra></extra>"),
+        ))
+        marks_x, marks_y = (bnd.op("take", lab, bnd.op("nonzero", mk, k)) for lab, k in ((klab, 1), (qlab, 0)))
+        data.append(dict(type="scatter", x=marks_x, y=marks_y, xaxis=f"x{ax}",
+                         yaxis=f"y{ax}", mode="markers", hoverinfo="skip", name=f"{name} mask marks",
+                         marker=dict(symbol="x-thin", size=10, line=dict(width=1.5, color=MASK_MARK))))
+    return data
+
+
 def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", labels=None, batch: int = 0,
                   heads: str = "all", cols: int | None = None):
     """Heatmaps of attention weights, query (rows) x key (columns): the mean over heads first,
@@ -53,16 +91,7 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
         qlab, klab = axis_labels(t.labels, T), axis_labels(t.source_labels, S)
     else:
         qlab = klab = bnd.token_axis_labels(t.labels, T)
-    if isinstance(heads, int) and not isinstance(heads, bool):
-        if not 0 <= heads < H:
-            raise TinyTFInputError(f"head {heads} does not exist: this layer has {H} heads (0..{H - 1})")
-        panels = [(f"head {heads}", w[heads], masked[heads])]
-    elif heads in ("all", "mean", "each"):
-        panels = [("mean of heads", w.mean(0), masked.all(0))] if heads in ("all", "mean") else []
-        if heads in ("all", "each"):
-            panels += [(f"head {h}", w[h], masked[h]) for h in range(H)]
-    else:
-        raise TinyTFInputError(f"heads must be 'all', 'mean', 'each' or a head index; got {heads!r}")
+    panels = _choose_panels(w, masked, heads, H)
     n = len(panels)
     cols = cols or min(n, 5)
     rows = math.ceil(n / cols)
@@ -83,24 +112,7 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
         layout[f"yaxis{ax}"] = dict(domain=[y1 - ph, y1], anchor=f"x{ax}", type="category", autorange="reversed",
                                     title=dict(text=q_name if c == 0 else "", font=dict(size=11)),
                                     showticklabels=c == 0 or T > 8, fixedrange=True, tickfont=dict(size=11))
-        data.append(dict(
-            type="heatmap", z=bnd.op("where", mk, None, z), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
-            coloraxis="coloraxis", xgap=1, ygap=1, name=name,  # the hover reads the labels from x and y
-            hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
-                           "<br>weight %{z:.3f}<extra></extra>"),
-        ))
-        if mk.value.any():  # which cells are masked depends on the length only (a causal mask)
-            data.append(dict(
-                type="heatmap", z=bnd.op("where", mk, 1.0, None), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
-                colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False, xgap=1, ygap=1,
-                name=f"{name} (masked)",
-                hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
-                               "<br>masked: a later position, weight 0<extra></extra>"),
-            ))
-            marks_x, marks_y = (bnd.op("take", lab, bnd.op("nonzero", mk, k)) for lab, k in ((klab, 1), (qlab, 0)))
-            data.append(dict(type="scatter", x=marks_x, y=marks_y, xaxis=f"x{ax}",
-                             yaxis=f"y{ax}", mode="markers", hoverinfo="skip", name=f"{name} mask marks",
-                             marker=dict(symbol="x-thin", size=10, line=dict(width=1.5, color=MASK_MARK))))
+        data += _panel_traces(name, z, mk, qlab, klab, ax, q_name, k_name)
         annotations.append(dict(text=f"<b>{name}</b>", x=x0 + pw / 2, y=y1, xref="paper", yref="paper",
                                 yanchor="bottom", showarrow=False, font=dict(size=12)))
     what = {"self": "causal self-attention" if mname else "self-attention",

@@ -37,6 +37,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import TinyTFInputError
+from .arrays import arr, axis_labels, sym_range
 
 
 class Bound:
@@ -99,12 +100,6 @@ def _format(fmt: str, args: list):
     return [fmt.format(*row) for row in rows]
 
 
-def _sym_range(*arrays) -> float:
-    from .common import sym_range
-
-    return sym_range(*arrays)
-
-
 OPS = {
     "axis_labels": lambda labels: [f"{i}: {lab}" for i, lab in enumerate(labels)],
     "index": lambda x, idx: x[tuple(idx)],
@@ -116,7 +111,7 @@ OPS = {
     "where": _where,
     "frac_eq": lambda x, c: _frac(np.asarray(x) == c),
     "frac_abs_lt": lambda x, c: _frac(np.abs(np.asarray(x, dtype=np.float32)) < np.float32(c)),
-    "symrange": lambda xs: _sym_range(*xs),
+    "symrange": lambda xs: sym_range(*xs),
     "neg": lambda x: -x,
     "affine": lambda x, shift, scale, offset: offset + (x + shift) * scale,
     "nonzero": lambda x, k: np.nonzero(x)[k],
@@ -182,15 +177,11 @@ def _check_format(fmt: str, args) -> None:
 # ---- sources ----
 def source(trace, name: str) -> Bound:
     """Trace entry ``name`` as float64 numpy, bound to the model output of that name."""
-    from .common import arr
-
     return Bound(arr(trace[name]), ["out", name])
 
 
 def token_axis_labels(labels: Optional[list], n: int) -> Bound:
     """``axis_labels(labels, n)`` bound to the tokens' labels (``"0: c"``, ``"1: a"``, ...)."""
-    from .common import axis_labels
-
     return Bound(axis_labels(labels, n), ["axis_labels", ["labels"]])
 
 

@@ -1,13 +1,14 @@
 """The KV cache growing during generation, as an animation (one frame per step).
 
-``cache_snapshots`` runs greedy generation with a real ``KVCache`` (the same calls as
-``tinytf.generate(..., use_cache=True)``) and records, after every step, what the cache holds:
-for each layer the size of the cached key and value vector at every position (L2 norm, averaged
-over the K/V heads), its length and ``KVCache.nbytes()``. ``cache_growth`` draws them:
+``cache_snapshots`` runs ``tinytf.generate`` (greedy, with its cache) and records what it reports after
+every step (``on_step``): the positions fed, the token picked, which positions each layer's cache holds
+(``held``), the bytes it holds (``KVCache.nbytes()``) and, for every held position, the size of each stored
+vector (L2 norm, averaged over the K/V heads): K and V for full, grouped and sliding-window layers, the
+latent and the RoPE key part for MLA. ``cache_growth`` draws them:
 
-* top: one row per layer and K/V, one column per position; a cell appears when that position's
-  K or V enters the cache, coloured by the step that wrote it (hover: the step and the vector's size),
-  and the column written in the current step is outlined;
+* top: two rows per layer (K and V, or MLA's latent and k_rope), one column per position; a cell is drawn
+  while the cache holds that position (a sliding-window layer drops old ones), coloured by the step that
+  wrote it (hover: the step and the vector's size), and the columns written in the current step are outlined;
 * bottom: the bytes the cache holds after each step (measured with ``nbytes()``).
 
 Step 0 is the prompt (all its positions enter at once); every later step feeds one new token,
@@ -16,70 +17,72 @@ which still runs through every block, and appends one column to every layer.
 from __future__ import annotations
 
 import plotly.graph_objects as go
-import torch
 from plotly.subplots import make_subplots
 
 from ..errors import TinyTFInputError
-from ..generation import pick_next
-from ..models import check_ids
+from ..generation import generate, whole_number
+from ..models import TinyTransformer, check_ids
 from ..tokens import token_labels
 from .common import FONT, OKABE_ITO, SEQUENTIAL
 
 
-@torch.no_grad()
-def cache_snapshots(model, prompt, max_new_tokens: int) -> list:
-    """Greedy generation with a KV cache, recording the cache after the prompt and after each new token.
+def _norms(tensor) -> list:
+    """Size of each stored vector of the first sequence: [B, H, S, D] (averaged over heads) or [B, S, D] -> [S]."""
+    sizes = tensor[0].norm(dim=-1)  # [H, S] or [S]
+    return (sizes.mean(0) if sizes.dim() == 2 else sizes).tolist()
 
-    Returns one dict per step: step, tokens fed ([ids]), positions fed, cache length, nbytes,
-    k_norms and v_norms (lists [n_layers][length]), and the next token chosen."""
-    if not hasattr(model, "new_cache") or type(model).__name__ != "TinyTransformer":
+
+def _snapshot(step) -> dict:
+    """One CacheStep as the plain dict the figure (and chapter 11) reads."""
+    layers = [layer.parts() for layer in step.cache.layers]
+    return {"step": step.step, "fed": step.fed, "positions": step.positions, "length": step.length,
+            "nbytes": step.nbytes, "held": step.held, "parts": list(layers[0]),
+            "norms": [[_norms(t) for t in parts.values()] for parts in layers],  # [n_layers][2][len(held)]
+            "next": int(step.token[0])}
+
+
+def cache_snapshots(model, prompt, max_new_tokens: int) -> list:
+    """Greedy generation with a KV cache (``tinytf.generate``), recording the cache after the prompt and
+    after each new token.
+
+    Returns one dict per step: step, tokens fed ([ids]), positions fed, cache length (positions seen),
+    nbytes, held (per layer: the positions its cache holds), parts (the names of what each layer stores),
+    norms ([n_layers][2][one per held position]) and the next token chosen."""
+    if not isinstance(model, TinyTransformer):
         raise TinyTFInputError(f"cache_snapshots needs a decoder-only TinyTransformer, got {type(model).__name__}")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise TinyTFInputError(f"max_new_tokens: expected a non-negative integer, got {max_new_tokens!r}")
+    max_new_tokens = whole_number(max_new_tokens, "max_new_tokens", 0)
     ids, _ = check_ids(prompt, model.config, "prompt")
-    ids = ids[:1]  # one sequence
-    limit = model.config.max_seq_len
-    if ids.shape[1] + max_new_tokens > limit and model.config.pos in ("sinusoidal", "learned"):
-        raise TinyTFInputError(f"prompt ({ids.shape[1]}) + {max_new_tokens} new tokens exceeds max_seq_len={limit}")
-    model.eval()
-    cache = model.new_cache()
-    snaps, step_input, start = [], ids, 0
-    for step in range(max_new_tokens + 1):
-        logits = model(step_input, cache=cache)[:, -1]  # [1, V]
-        nxt = pick_next(logits)  # greedy, [1]
-        snaps.append({
-            "step": step,
-            "fed": step_input[0].tolist(),
-            "positions": list(range(start, start + step_input.shape[1])),
-            "length": cache.length,
-            "nbytes": cache.nbytes(),
-            "k_norms": [layer.k[0].norm(dim=-1).mean(0).tolist() for layer in cache.layers],  # [H_kv, S, D] -> [S]
-            "v_norms": [layer.v[0].norm(dim=-1).mean(0).tolist() for layer in cache.layers],
-            "next": int(nxt[0]),
-        })
-        start += step_input.shape[1]
-        step_input = nxt[:, None]
+    snaps = []
+    generate(model, ids[:1], max_new_tokens + 1, on_step=lambda step: snaps.append(_snapshot(step)))
     return snaps
 
 
-def _grid(snap, n_layers, width):
-    """Rows: layer 0 K, layer 0 V, layer 1 K, ...; columns: positions 0..width-1 (None = not cached yet).
-    Returns (sizes, rows names) with the vector sizes (L2 norms) per cell."""
+def _grid(snap, width):
+    """Rows: layer 0 part 0 (K), layer 0 part 1 (V), layer 1 part 0, ...; columns: positions 0..width-1.
+    The vector size (L2 norm) in every cell the cache holds, None elsewhere."""
     rows = []
-    for i in range(n_layers):
-        for norms in (snap["k_norms"][i], snap["v_norms"][i]):
-            rows.append(list(norms) + [None] * (width - len(norms)))
+    for held, norms in zip(snap["held"], snap["norms"]):
+        for part in norms:
+            row = [None] * width
+            for p, size in zip(held, part):
+                row[p] = size
+            rows.append(row)
     return rows
 
 
-def _written_at(snaps, k, n_rows, width):
-    """Step that wrote each cell, for the cache after step k (None = not written yet)."""
+def _written_at(snaps, k, width):
+    """Step that wrote each cell the cache holds after step k (None = not held)."""
     step_of = {}
     for s in snaps[: k + 1]:
         for p in s["positions"]:
             step_of[p] = s["step"]
-    row = [step_of.get(p) for p in range(width)]
-    return [list(row) for _ in range(n_rows)]
+    rows = []
+    for held in snaps[k]["held"]:
+        row = [None] * width
+        for p in held:
+            row[p] = step_of[p]
+        rows += [row, list(row)]
+    return rows
 
 
 def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.Figure:
@@ -87,19 +90,19 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
     snaps = snapshots if snapshots is not None else cache_snapshots(model, prompt, max_new_tokens)
     if not snaps:
         raise TinyTFInputError("cache_growth: no snapshots to draw")
-    n_layers = len(snaps[0]["k_norms"])
-    width = snaps[-1]["length"]
-    all_tokens = snaps[0]["fed"] + [s["fed"][0] for s in snaps[1:]]
-    labels = [f"{p}: {t}" for p, t in enumerate(token_labels(all_tokens))]
-    rows = [f"layer {i} {kv}" for i in range(n_layers) for kv in ("K", "V")]
+    n_layers = len(snaps[0]["held"])
+    width = snaps[-1]["positions"][-1] + 1
+    all_tokens = {p: t for s in snaps for p, t in zip(s["positions"], s["fed"])}
+    labels = [f"{p}: {t}" for p, t in enumerate(token_labels([all_tokens[p] for p in range(width)]))]
+    rows = [f"layer {i} {part}" for i in range(n_layers) for part in snaps[0]["parts"]]
     steps = [s["step"] for s in snaps]
     kib = [s["nbytes"] / 1024 for s in snaps]
-    n_rows = 2 * n_layers
+    full = all(len(h) == s["length"] for s in snaps for h in s["held"])  # no layer drops a position
 
     def traces(k):
         s = snaps[k]
-        sizes = _grid(s, n_layers, width)
-        heat = go.Heatmap(z=_written_at(snaps, k, n_rows, width), customdata=sizes, x=labels, y=rows,
+        sizes = _grid(s, width)
+        heat = go.Heatmap(z=_written_at(snaps, k, width), customdata=sizes, x=labels, y=rows,
                           colorscale=SEQUENTIAL, zmin=0, zmax=max(steps[-1], 1), xgap=2, ygap=2,
                           colorbar=dict(title="written<br>at step", len=0.55, y=0.75),
                           hovertemplate="%{y}, position %{x}<br>written at step %{z}"
@@ -117,10 +120,15 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
     def title(k):
         s = snaps[k]
         fed = token_labels(s["fed"])
-        what = (f"prompt of {len(fed)} tokens runs through all {n_layers} blocks at once" if k == 0 else
-                f"new token '{fed[0]}' (position {s['positions'][0]}) runs through all {n_layers} blocks, "
-                f"attends to {s['length'] - 1} cached keys and its own")
-        return f"Step {k}: {what}; cache {s['length']} positions, {s['nbytes']:,} bytes"
+        if k == 0:
+            what = f"prompt of {len(fed)} tokens runs through all {n_layers} blocks at once"
+        elif len(fed) > 1:  # a RoPE model's context window slid: its cache was refilled with the last tokens
+            what = f"the context window slid: the last {len(fed)} tokens refill the cache"
+        else:
+            what = f"new token '{fed[0]}' (position {s['positions'][0]}) runs through all {n_layers} blocks"
+            what += f", attends to {s['length'] - 1} cached keys and its own" if full else ""
+        held = s["length"] if full else "/".join(str(len(h)) for h in s["held"])
+        return f"Step {k}: {what}; cache {held} positions{'' if full else ' per layer'}, {s['nbytes']:,} bytes"
 
     fig = make_subplots(rows=2, cols=1, row_heights=[0.62, 0.38], vertical_spacing=0.2,
                         subplot_titles=("cached K and V per layer: one column per position (token)",

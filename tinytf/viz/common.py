@@ -7,13 +7,14 @@ import contextvars
 from dataclasses import dataclass
 from typing import Optional
 
-import numpy as np
 import torch
 
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..tokens import encode, token_labels
 from ..tracing import Trace
+from .arrays import arr, axis_labels, sym_range  # noqa: F401  (used here, and imported from here by the views)
+from .binding import resolve
 
 # Colour-blind-safe palettes: diverging RdBu (reversed so positive = red) for signed values,
 # sequential cividis for weights in [0, 1], one grey for masked cells.
@@ -99,20 +100,6 @@ def need(trace, name: str):
     return trace[name]
 
 
-def arr(t: torch.Tensor) -> np.ndarray:
-    """Tensor -> float64 numpy (exact for float32 values)."""
-    return t.detach().to(torch.float64).cpu().numpy()
-
-
-def axis_labels(labels: Optional[list], n: int) -> list:
-    """Unique tick text per position: "0 c", "1 a", ... (token text on the axes)."""
-    if labels is None:
-        labels = [f"t{i}" for i in range(n)]
-    if len(labels) != n:
-        raise TinyTFInputError(f"got {len(labels)} labels for {n} positions")
-    return [f"{i}: {lab}" for i, lab in enumerate(labels)]
-
-
 def shape_str(t) -> str:
     return "[" + ", ".join(str(s) for s in t.shape) + "]"
 
@@ -123,16 +110,6 @@ def outputs_shape(trace, names) -> str:
     if len(shapes) > 1 and len(set(shapes)) == 1:
         return f"{len(shapes)} × {shapes[0]}"
     return " → ".join(dict.fromkeys(shapes))
-
-
-def sym_range(*arrays) -> float:
-    m = 0.0
-    for a in arrays:
-        a = np.asarray(a, dtype=float)
-        f = a[np.isfinite(a)]
-        if f.size:
-            m = max(m, float(np.abs(f).max()))
-    return m if m > 0 else 1.0
 
 
 def block_prefix(trace, layer: int) -> str:
@@ -184,8 +161,6 @@ def make_figure(data, layout, frames=None):
     seconds for an animated figure and would dominate a live update). The dicts are built
     by this package with valid property names; the browser tests draw every view."""
     import plotly.graph_objects as go
-
-    from .binding import resolve
 
     # values read from the trace or the tokens come as Bound (value + recipe): put in the values,
     # keep the recipes (tinytf.viz.binding.bindings_of; the browser recomputes the figure with them)

@@ -1,36 +1,33 @@
 """Figures of the frontier block (chapter "The frontier block"). Every number drawn is read from a real
-tinytf forward pass (its trace), from autograd on that pass, from a real training run, or from
-``tinytf.kv_cache_bytes``; nothing of the model's math is repeated here.
+tinytf forward pass (its trace), from a measurement of ``tinytf.lab.frontier`` (autograd on that pass, the
+recorded training runs), or from ``tinytf.kv_cache_bytes``; nothing of the model's math is repeated here, and
+nothing is trained here.
 
     window_masks(model, ids)                    per layer: which keys each query reads (from the trace)
-    gradient_reach(model, ids)                  per layer: which input positions reach each query (autograd)
     sliding_window_figure(cfg_or_model, T)      animated over query positions: local/global masks + reach
     cache_context_figure(configs, lengths)      KV-cache bytes against context length (log-log)
     expert_load(model, ids)                     tokens per expert, per MoE layer (from router_topk)
     router_figure(model, ids, layer=0)          animated over the tokens: router scores, the k experts chosen
-    logit_growth(cfg, steps, lr, seed)          train briefly, record the largest absolute attention logit every few steps
-    logit_growth_figure(runs)                   the recorded curves, one line per variant and seed
+    logit_growth_figure(runs)                   the recorded curves (lab.frontier.logit_growth), per variant, seed
 """
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from ..lab.cache_memory import format_bytes, kv_cache_bytes
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
+from ..lab.cache_memory import format_bytes, kv_cache_bytes
+from ..lab.frontier import gradient_reach
+from ..models import TinyTransformer
 from ..tokens import encode, token_labels
 from .common import FONT, OKABE_ITO, arr
 
-__all__ = ["window_masks", "gradient_reach", "sliding_window_figure", "cache_context_figure", "expert_load",
-           "router_figure", "logit_growth", "logit_growth_figure", "load_logit_growth", "LOGIT_GROWTH_FILE"]
+__all__ = ["window_masks", "sliding_window_figure", "cache_context_figure", "expert_load",
+           "router_figure", "logit_growth_figure"]
 
-LOGIT_GROWTH_FILE = Path(__file__).resolve().parents[1] / "checkpoints" / "qk_norm_logits.json"
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -54,8 +51,6 @@ def _slider(names, labels, prefix):
 
 
 def _model_and_ids(model_or_cfg, T, ids):
-    from ..models import TinyTransformer
-
     if isinstance(model_or_cfg, TinyConfig):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
@@ -87,22 +82,6 @@ def window_masks(model, ids) -> list:
             raise AssertionError("the mask differs between heads")
         out.append(~blocked[0])
     return out
-
-
-def gradient_reach(model, ids) -> np.ndarray:
-    """bool [n_layers, T, T]: reach[l, q, j] is True when the stream leaving layer l at position q depends on
-    the input at position j, measured with autograd (a non-zero gradient of that stream w.r.t. ``embed``)."""
-    names = ["embed"] + [f"blocks.{i}.resid_post" for i in range(model.config.n_layers)]
-    _, trace = model.run_with_trace(ids, names=names, detach=False)
-    embed = trace["embed"]
-    L, T = model.config.n_layers, embed.shape[1]
-    reach = np.zeros((L, T, T), dtype=bool)
-    for i in range(L):
-        out = trace[f"blocks.{i}.resid_post"][0]
-        for q in range(T):
-            (g,) = torch.autograd.grad(out[q].sum(), embed, retain_graph=True)
-            reach[i, q] = (g[0].abs().sum(-1) > 0).numpy()
-    return reach
 
 
 def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms: int = 900):
@@ -269,48 +248,6 @@ def router_figure(model, ids, layer: int = 0, frame_ms: int = 1500):
 # ---------------------------------------------------------------------------------------- QK-norm
 
 
-def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int = 0, every: int = 10,
-                 batch_size: int = 32, task=None) -> dict:
-    """Train a TinyTransformer(cfg) (seed ``seed``) on the induction task with AdamW at a constant, high
-    learning rate (no warm-up, no clipping, no weight decay) and record, every ``every`` steps, the largest
-    absolute attention logit (``blocks.*.attn.scores``) on a fixed probe batch, and the training loss.
-    Returns {"steps": [...], "max_logit": [...], "loss": [...]} (loss at the recorded steps; step 0: None)."""
-    from ..models import TinyTransformer
-    from ..lab.tasks import InductionTask
-    from ..lab.train import decoder_loss, num_threads
-
-    task = task or InductionTask(min_length=4, max_length=12)
-    with num_threads(1), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = TinyTransformer(cfg)
-        data = torch.Generator().manual_seed(seed)
-        probe = task.batch(16, torch.Generator().manual_seed(10_000), length=task.max_length)[0]
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
-        rec = {"steps": [], "max_logit": [], "loss": []}
-        loss = None
-        for step in range(steps + 1):
-            if step % every == 0 or step == steps:
-                model.eval()
-                with torch.no_grad():
-                    _, tr = model.run_with_trace(probe, names=["blocks.*.attn.scores"])
-                rec["steps"].append(step)
-                rec["max_logit"].append(max(float(t.abs().max()) for t in tr.values()))
-                rec["loss"].append(None if loss is None else float(loss.detach()))
-                model.train()
-            if step == steps:
-                break
-            loss, _ = decoder_loss(model, task.batch(batch_size, data))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-    return rec
-
-
-def load_logit_growth(path=None) -> dict:
-    """The recorded QK-norm runs (written by ``python -m tinytf record-qk-norm``)."""
-    return json.loads(Path(path or LOGIT_GROWTH_FILE).read_text())
-
-
 def logit_growth_figure(runs: dict):
     """runs: {variant: [record per seed]} (records from ``logit_growth``): the largest absolute attention logit per step."""
     fig = go.Figure()
@@ -328,23 +265,3 @@ def logit_growth_figure(runs: dict):
     fig.update_xaxes(title="training step")
     fig.update_yaxes(title="max |logit|", rangemode="tozero")
     return fig
-
-
-LOGIT_GROWTH_SETTINGS = dict(base=dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, d_ff=192, max_seq_len=64),
-                             steps=150, lr=1e-2, every=10, seeds=[0, 1, 2])
-
-
-def main() -> int:  # python -m tinytf record-qk-norm: re-record tinytf/checkpoints/qk_norm_logits.json
-    s = LOGIT_GROWTH_SETTINGS
-    runs = {}
-    for variant, qk in (("plain", "none"), ("QK-norm", "head")):
-        cfg = TinyConfig(**s["base"], qk_norm=qk)
-        runs[variant] = [logit_growth(cfg, s["steps"], s["lr"], seed, s["every"]) for seed in s["seeds"]]
-        print(variant, [round(r["max_logit"][-1], 1) for r in runs[variant]], flush=True)
-    out = dict(command="python -m tinytf record-qk-norm", torch=torch.__version__, settings=s,
-               task="induction, repeat length 4..12, batch 32", optimizer="AdamW(0.9, 0.95), constant lr, "
-               "no warm-up, no clipping, no weight decay", runs=runs)
-    LOGIT_GROWTH_FILE.write_text(json.dumps(out, indent=1) + "\n")
-    print("wrote", LOGIT_GROWTH_FILE)
-    return 0
-

@@ -20,11 +20,11 @@ import html
 import ipywidgets as widgets
 import torch
 
-from .. import seed_everything
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer
-from ..tokens import encode
+from ..seeding import seed_everything
+from ..tokens import encode, token_labels
 from .attention_map import attention_map
 from .common import spec_only
 from .ffn import ffn_expansion
@@ -251,8 +251,6 @@ def readable_labels(text: str, ids) -> list | None:
     """Axis labels for byte-level ids: a character of several bytes labels each of its bytes with the
     character and the byte's number ("你¹", "你²", "你³") instead of a byte value ("#228").
     None (the views' own labels) when the ids are not the text's UTF-8 bytes."""
-    from ..tokens import token_labels
-
     ids = [int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)]
     if list(text.encode("utf-8")) != ids:
         return None

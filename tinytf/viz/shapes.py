@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from .. import seed_everything
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer
+from ..seeding import seed_everything
 from .common import outputs_shape
 from .stages import block_stages
 

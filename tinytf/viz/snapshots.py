@@ -16,17 +16,16 @@ import numpy as np
 import torch
 
 from ..errors import TinyTFInputError
+from ..lab import pretrained
 from ..lab.heads import previous_token_score
 from ..tokens import encode, token_labels
-from .common import animation_controls, FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, make_figure
+from .common import FONT, OKABE_ITO, SEQUENTIAL, animation_controls, arr, axis_labels, make_figure
 
 FRAME_MS = 1200
 
 
 def snapshot_models(name: str) -> dict:
     """{training step: model} for every snapshot of the shipped checkpoint ``name``."""
-    from ..lab import pretrained
-
     return {step: pretrained.load(snap) for step, snap in pretrained.snapshots(name).items()}
 
 

@@ -55,10 +55,18 @@ def block_stages(trace, layer: int = 0, config=None, include_embedding: Optional
         raise TinyTFInputError("this trace has no attention entries; record it with names=None (all hooks)")
     H = trace[p + "attn.q"].shape[1]
     Hkv = trace[p + "attn.k"].shape[1]
+    x_in = p + "resid_pre"
+    stages = [_input_stage(trace, p, layer, rope, include_embedding, x_in)]
+    stages += _attention_stages(p, H, Hkv, rope, post, x_in)
+    ffn_in = p + ("resid_mid" if post else "norm2.out")
+    return stages + _ffn_stages(trace, p, post, swiglu, config, ffn_in)
+
+
+def _input_stage(trace, p: str, layer: int, rope: bool, include_embedding, x_in: str) -> Stage:
+    """The first stage: the embeddings (block 0) or the stream entering the block."""
     stages = []
     top = p.startswith("blocks.0.") if include_embedding is None else include_embedding
     top = top and "embed" in trace and "tok_embed" in trace
-    x_in = p + "resid_pre"
     if top:
         row = [Panel("token embedding", "tok_embed")]
         label = "embed + pos" if "pos.table" in trace else "embed"  # RoPE and NoPE models add no position vector
@@ -73,6 +81,12 @@ def block_stages(trace, layer: int = 0, config=None, include_embedding: Optional
         stages.append(Stage("embed", "stream in", f"Input: the residual stream entering block {layer}",
                             [x_in], [x_in], [[Panel(f"H (stream into block {layer})", x_in)]]))
 
+    return stages[0]
+
+
+def _attention_stages(p: str, H: int, Hkv: int, rope: bool, post: bool, x_in: str) -> list:
+    """Norm1, Q/K/V, RoPE, scores, mask, softmax, weighted sum, merge and the first residual add (+ Norm2)."""
+    stages = []
     attn_in = x_in if post else p + "norm1.out"
     if not post:
         stages.append(Stage("norm1", "Norm1", "Norm1 rescales each token's vector on its own; shape unchanged",
@@ -122,7 +136,6 @@ def block_stages(trace, layer: int = 0, config=None, include_embedding: Optional
                             [p + "attn.out"], [p + "resid_mid"],
                             [[Panel("H", x_in), Panel("Attn(H)", p + "attn.out", op="+"),
                               Panel("U = Norm1(H + Attn(H))", p + "resid_mid", op="→")]]))
-        ffn_in = p + "resid_mid"
     else:
         stages.append(Stage("resid1", "residual add 1",
                             "Residual add: the stream passes through and the attention output is added to it",
@@ -132,7 +145,12 @@ def block_stages(trace, layer: int = 0, config=None, include_embedding: Optional
         stages.append(Stage("norm2", "Norm2", "Norm2 rescales each token's vector again, with its own weights",
                             [p + "resid_mid"], [p + "norm2.out"],
                             [[Panel("U", p + "resid_mid"), Panel("Norm2(U)", p + "norm2.out", op="→")]]))
-        ffn_in = p + "norm2.out"
+    return stages
+
+
+def _ffn_stages(trace, p: str, post: bool, swiglu: bool, config, ffn_in: str) -> list:
+    """The FFN (gated or not) and the second residual add."""
+    stages = []
     F = trace[p + "ffn.out"].shape[-1]
     Fh = trace[p + "ffn.post"].shape[-1]
     if swiglu:

@@ -42,189 +42,171 @@ _MARKS = dict(type="scatter", mode="markers", hoverinfo="skip", showlegend=False
               marker=dict(symbol="x-thin", size=9, line=dict(width=1.5, color=MASK_MARK)))  # one y axis per row of panels ("y2" is the position diagram)
 
 
-def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, batch: int = 0,
-                  frame_ms: int = FRAME_MS, height: int | None = None):
-    """Animated figure: one frame per stage of decoder block ``layer``, Play/Pause buttons and a
-    stage slider (all plotly, so they work in the static book).
+class _Canvas:
+    """Where every panel of every stage sits: one canvas whose x unit is one feature column, rows of panels in
+    paper coordinates (fixed for the whole animation: plotly.animate cannot move subplots)."""
 
-    ``model`` is a TinyTransformer (with ``ids``: token ids or a string) or a ready Trace.
-    Frames are named by stage key: embed, norm1, qkv, [rope], scores, mask, softmax, wsum, merge,
-    resid1, norm2, up, act, down, resid2 (post-norm blocks fold the norms into resid1 / resid2).
-    Each frame draws the stage's tensors as heatmaps (one row per token, drawn to scale: the FFN
-    hidden layer is d_ff/C times as wide), the shape, and a diagram of which positions feed which."""
-    t = get_traced(model, ids, labels=labels, batch=batch, config=config)
-    trace, b = t.trace, t.batch
-    stages = block_stages(trace, layer, t.config)
-    T = trace[stages[-1].outputs[0]].shape[-2]
-    ylab = bnd.token_axis_labels(t.labels, T)
-    C = trace[stages[-1].outputs[0]].shape[-1]
+    def __init__(self, trace, b: int, stages: list, C: int, T: int):
+        self.trace, self.b, self.C = trace, b, C
+        self.g_op = max(2.0, 0.14 * C)  # gap holding an operator (+, =, →) or between Q | K | V
+        self.g_head = max(1.0, 0.04 * C)  # gap between the heads of one group
+        self.arrays = {}  # each trace tensor converted once, as a Bound (value + recipe)
+        self.width, self.layouts = float(C), []
+        for st in stages:
+            kc = self.key_cell(st)
+            rows = []
+            for row in st.rows:
+                mats = [self.values(pn) for pn in row]
+                cells = [kc if pn.keys else 1.0 for pn in row]
+                total = (sum(m.shape[-1] * c for m, c in zip(mats, cells))
+                         + sum(self.gap(pn, i) for i, pn in enumerate(row)))
+                rows.append((row, mats, cells, total))
+                self.width = max(self.width, total)
+            self.layouts.append(rows)
+        self.n_rows = max(len(st.rows) for st in stages)
+        self.slots = [0] * self.n_rows  # traces reserved per row of panels (a stage's rows are centred)
+        for st in stages:
+            for r, row in enumerate(st.rows, start=(self.n_rows - len(st.rows)) // 2):
+                self.slots[r] = max(self.slots[r], len(row))
+        # vertical layout in paper coordinates: equal row heights, the rows of a stage centred
+        self.top, bottom = 0.97, 0.02
+        self.label_h = 0.09 if T <= 4 else 0.06
+        self.row_h = (self.top - bottom - self.n_rows * self.label_h) / self.n_rows
+        self.mid = (self.n_rows - 1) // 2
 
-    # ---- geometry: panels placed on one canvas whose x unit is one feature column ----
-    g_op = max(2.0, 0.14 * C)  # gap holding an operator (+, =, →) or between Q | K | V
-    g_head = max(1.0, 0.04 * C)  # gap between the heads of one group
+    def array(self, name):
+        if name not in self.arrays:
+            self.arrays[name] = bnd.source(self.trace, name)
+        return self.arrays[name]
 
-    arrays = {}  # each trace tensor converted once, as a Bound (value + recipe)
+    def values(self, pn):
+        a = self.array(pn.source)
+        return a[self.b][pn.index] if pn.source != "pos.table" else a[pn.index]
 
-    def array(name):
-        if name not in arrays:
-            arrays[name] = bnd.source(trace, name)
-        return arrays[name]
-
-    def values(pn):
-        a = array(pn.source)
-        return a[b][pn.index] if pn.source != "pos.table" else a[pn.index]
-
-    def key_cell(stage):  # width of one key column, so that T x T score panels are readable
+    def key_cell(self, stage):  # width of one key column, so that T x T score panels are readable
         n = max(sum(pn.keys for pn in row) for row in stage.rows)
         if not n:
             return 1.0
-        S = max(values(pn).shape[-1] for row in stage.rows for pn in row if pn.keys)
-        return min(C / n, 2.6 * C / (n * S))
+        S = max(self.values(pn).shape[-1] for row in stage.rows for pn in row if pn.keys)
+        return min(self.C / n, 2.6 * self.C / (n * S))
 
-    def gap(pn, i):
-        return 0.0 if i == 0 else (g_op if pn.op in ("+", "=", "→", "|") else g_head)
+    def gap(self, pn, i):
+        return 0.0 if i == 0 else (self.g_op if pn.op in ("+", "=", "→", "|") else self.g_head)
 
-    canvas, layouts = float(C), []
-    for st in stages:
-        kc = key_cell(st)
-        rows = []
-        for row in st.rows:
-            mats = [values(pn) for pn in row]
-            cells = [kc if pn.keys else 1.0 for pn in row]
-            total = sum(m.shape[-1] * c for m, c in zip(mats, cells)) + sum(gap(pn, i) for i, pn in enumerate(row))
-            rows.append((row, mats, cells, total))
-            canvas = max(canvas, total)
-        layouts.append(rows)
-    n_rows = max(len(st.rows) for st in stages)
-    slots = [0] * n_rows  # traces reserved per row of panels (a stage's rows are centred)
-    for st in stages:
-        for r, row in enumerate(st.rows, start=(n_rows - len(st.rows)) // 2):
-            slots[r] = max(slots[r], len(row))
+    def row_domain(self, r):
+        y1 = self.top - r * (self.row_h + self.label_h) - self.label_h * 0.75
+        return [y1 - self.row_h, y1]
 
-    # vertical layout in paper coordinates: equal row heights, the rows of a stage centred
-    top, bottom = 0.97, 0.02
-    label_h = 0.09 if T <= 4 else 0.06
-    row_h = (top - bottom - n_rows * label_h) / n_rows
 
-    def row_domain(r):  # fixed for the whole animation: plotly.animate cannot move subplots
-        y1 = top - r * (row_h + label_h) - label_h * 0.75
-        return [y1 - row_h, y1]
+class _Frame:
+    """What one stage's frame collects while its panels are placed: traces per row, annotations, colour ranges."""
 
-    mid = (n_rows - 1) // 2
+    def __init__(self, n_rows: int):
+        self.heat = [[] for _ in range(n_rows)]
+        self.masks = [[] for _ in range(n_rows)]
+        self.annotations, self.mask_marks = [], {r: ([], []) for r in range(n_rows)}  # per row: Bound lists of x, y
+        self.signed_vals, self.has_signed, self.has_weights = [], False, False
 
-    frames, slider_steps = [], []
-    for k, (st, rows) in enumerate(zip(stages, layouts)):
-        heat = [[] for _ in range(n_rows)]
-        masks = [[] for _ in range(n_rows)]
-        annotations, mask_marks = [], {r: ([], []) for r in range(n_rows)}  # per row: Bound lists of x, y
-        signed_vals, has_signed, has_weights = [], False, False
-        axes_layout = {}
-        offset = (n_rows - len(rows)) // 2  # a one-row stage sits in the middle row
-        for r in range(n_rows):
-            axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=offset <= r < offset + len(rows))
-        for r, (row, mats, cells, total) in enumerate(rows, start=offset):
-            dom = row_domain(r)
-            left = (canvas - total) / 2
-            for i, (pn, z, c) in enumerate(zip(row, mats, cells)):
-                g = gap(pn, i)
-                if pn.op and pn.op != "|" and i > 0:
-                    annotations.append(dict(x=left + g / 2, y=(dom[0] + dom[1]) / 2, text=pn.op, showarrow=False,
-                                            font=dict(size=22, color="#333"), xref="x", yref="paper"))
-                left += g
-                w = z.shape[-1]
-                masked = None
-                if pn.masked:
-                    masked = bnd.op("isneginf", array(pn.source.replace("weights", "masked_scores"))[b][pn.index])
-                if pn.kind == "weights":
-                    has_weights = True
-                else:
-                    has_signed = True
-                    signed_vals.append(z)
-                width = w * c
-                annotations.append(dict(x=left + width / 2, y=dom[1], text=f"<b>{pn.label}</b>", showarrow=False,
-                                        font=dict(size=11), xref="x", yref="paper", yanchor="bottom"))
-                if pn.keys:
-                    key_labels = ylab if t.source_labels is None else axis_labels(t.source_labels, w)
-                    for j in range(w):
-                        annotations.append(dict(x=left + (j + 0.5) * c, y=dom[0], text=bnd.op("item", key_labels, j),
-                                                showarrow=False, font=dict(size=10, color="#555"),
-                                                xref="x", yref="paper", yanchor="top"))
-                heat[r].append(dict(
-                    type="heatmap", z=bnd.op("where", masked, None, z) if masked is not None else z,
-                    x0=left + c / 2, dx=c, visible=True,
-                    coloraxis="coloraxis2" if pn.kind == "weights" else "coloraxis",
-                    name=f"{pn.name} ({'key' if pn.keys else 'feature'} columns)",
-                ))
-                if masked is not None and masked.value.any():  # which cells: set by the length (causal mask)
-                    masks[r].append(dict(type="heatmap", z=bnd.op("where", masked, 1.0, None), x0=left + c / 2,
-                                         dx=c, visible=True, name=f"{pn.name} mask"))
-                    kj = bnd.op("nonzero", masked, 1)
-                    mask_marks[r][0].append(bnd.op("tolist", bnd.op("affine", kj, 0.5, c, left)))
-                    mask_marks[r][1].append(bnd.op("take", ylab, bnd.op("nonzero", masked, 0)))
-                left += width
-        data = []
-        for r in range(n_rows):  # fixed number of traces per row, so frames map onto the same traces
-            for kind, items in (("heat", heat[r]), ("mask", masks[r])):
-                while len(items) < slots[r]:
-                    items.append(dict(type="heatmap", z=[[None]], x0=0, dx=1, visible=False, name="(unused)",
-                                      **({"coloraxis": "coloraxis"} if kind == "heat" else {})))
-                data += items
-            data.append(dict(type="scatter", **{k: bnd.op("concat", parts) if parts else []
-                                                for k, parts in zip("xy", mask_marks[r])}))
-        data += _position_diagram(trace, st, T, ylab, b)
-        annotations += _diagram_labels(row_domain(mid))
-        m = bnd.op("symrange", signed_vals)
-        subtitle = f"shape {outputs_shape(trace, st.outputs)} · mixes positions? {MIXING_NOTES.get(st.key, '')}"
-        title = f"<b>{k + 1}/{len(stages)} · {st.title}</b><br><span style='font-size:12px'>{subtitle}</span>"
-        layout = dict(title=dict(text=title), annotations=annotations,
-                      coloraxis=dict(cmin=-m, cmax=m, showscale=has_signed),
-                      coloraxis2=dict(showscale=has_weights), **axes_layout)
-        frames.append(dict(name=st.key, data=data, layout=layout))
-        slider_steps.append(dict(
-            label=f"{k + 1} {st.name}", method="animate",
-            args=[[st.key], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))],
+
+def _place_row(cv: _Canvas, fr: _Frame, r: int, row_layout, t, ylab):
+    """Put one row of panels (heatmaps, operators, labels, masks) into the frame ``fr``."""
+    row, mats, cells, total = row_layout
+    dom = cv.row_domain(r)
+    left = (cv.width - total) / 2
+    for i, (pn, z, c) in enumerate(zip(row, mats, cells)):
+        g = cv.gap(pn, i)
+        if pn.op and pn.op != "|" and i > 0:
+            fr.annotations.append(dict(x=left + g / 2, y=(dom[0] + dom[1]) / 2, text=pn.op, showarrow=False,
+                                       font=dict(size=22, color="#333"), xref="x", yref="paper"))
+        left += g
+        w = z.shape[-1]
+        masked = None
+        if pn.masked:
+            masked = bnd.op("isneginf", cv.array(pn.source.replace("weights", "masked_scores"))[cv.b][pn.index])
+        if pn.kind == "weights":
+            fr.has_weights = True
+        else:
+            fr.has_signed = True
+            fr.signed_vals.append(z)
+        width = w * c
+        fr.annotations.append(dict(x=left + width / 2, y=dom[1], text=f"<b>{pn.label}</b>", showarrow=False,
+                                   font=dict(size=11), xref="x", yref="paper", yanchor="bottom"))
+        if pn.keys:
+            key_labels = ylab if t.source_labels is None else axis_labels(t.source_labels, w)
+            for j in range(w):
+                fr.annotations.append(dict(x=left + (j + 0.5) * c, y=dom[0], text=bnd.op("item", key_labels, j),
+                                           showarrow=False, font=dict(size=10, color="#555"),
+                                           xref="x", yref="paper", yanchor="top"))
+        fr.heat[r].append(dict(
+            type="heatmap", z=bnd.op("where", masked, None, z) if masked is not None else z,
+            x0=left + c / 2, dx=c, visible=True,
+            coloraxis="coloraxis2" if pn.kind == "weights" else "coloraxis",
+            name=f"{pn.name} ({'key' if pn.keys else 'feature'} columns)",
         ))
+        if masked is not None and masked.value.any():  # which cells: set by the length (causal mask)
+            fr.masks[r].append(dict(type="heatmap", z=bnd.op("where", masked, 1.0, None), x0=left + c / 2,
+                                    dx=c, visible=True, name=f"{pn.name} mask"))
+            kj = bnd.op("nonzero", masked, 1)
+            fr.mask_marks[r][0].append(bnd.op("tolist", bnd.op("affine", kj, 0.5, c, left)))
+            fr.mask_marks[r][1].append(bnd.op("take", ylab, bnd.op("nonzero", masked, 0)))
+        left += width
 
-    # plotly.animate merges a frame's annotations into the layout item by item and never drops
-    # extra items, so every frame carries the same number (padded with empty ones)
-    # and keeps keys an item does not set, so every annotation sets every key it could have
+
+def _stage_frame(cv: _Canvas, st, rows, k: int, n_stages: int, t, T: int, ylab) -> dict:
+    """The animation frame of stage ``st`` (the k-th of n_stages): its traces, in fixed slots, and its layout."""
+    fr = _Frame(cv.n_rows)
+    axes_layout = {}
+    offset = (cv.n_rows - len(rows)) // 2  # a one-row stage sits in the middle row
+    for r in range(cv.n_rows):
+        axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=offset <= r < offset + len(rows))
+    for r, row_layout in enumerate(rows, start=offset):
+        _place_row(cv, fr, r, row_layout, t, ylab)
+    data = []
+    for r in range(cv.n_rows):  # fixed number of traces per row, so frames map onto the same traces
+        for kind, items in (("heat", fr.heat[r]), ("mask", fr.masks[r])):
+            while len(items) < cv.slots[r]:
+                items.append(dict(type="heatmap", z=[[None]], x0=0, dx=1, visible=False, name="(unused)",
+                                  **({"coloraxis": "coloraxis"} if kind == "heat" else {})))
+            data += items
+        data.append(dict(type="scatter", **{k: bnd.op("concat", parts) if parts else []
+                                            for k, parts in zip("xy", fr.mask_marks[r])}))
+    data += _position_diagram(cv.trace, st, T, ylab, cv.b)
+    annotations = fr.annotations + _diagram_labels(cv.row_domain(cv.mid))
+    m = bnd.op("symrange", fr.signed_vals)
+    subtitle = f"shape {outputs_shape(cv.trace, st.outputs)} · mixes positions? {MIXING_NOTES.get(st.key, '')}"
+    title = f"<b>{k + 1}/{n_stages} · {st.title}</b><br><span style='font-size:12px'>{subtitle}</span>"
+    layout = dict(title=dict(text=title), annotations=annotations,
+                  coloraxis=dict(cmin=-m, cmax=m, showscale=fr.has_signed),
+                  coloraxis2=dict(showscale=fr.has_weights), **axes_layout)
+    return dict(name=st.key, data=data, layout=layout)
+
+
+def _pad_annotations(frames: list) -> None:
+    """plotly.animate merges a frame's annotations into the layout item by item and never drops
+    extra items, so every frame carries the same number (padded with empty ones)
+    and keeps keys an item does not set, so every annotation sets every key it could have."""
     n_ann = max(len(f["layout"]["annotations"]) for f in frames)
     for f in frames:
         anns = f["layout"]["annotations"]
         anns += [dict(text="", x=0, y=0, xref="paper", yref="paper")] * (n_ann - len(anns))
         f["layout"]["annotations"] = [_full_annotation(a) for a in anns]
-    # frames carry only what changes; plotly.animate keeps every other trace attribute, so the
-    # constant ones are set once, on the figure's traces
+
+
+def _constant_traces(cv: _Canvas, T: int, ylab) -> list:
+    """Frames carry only what changes; plotly.animate keeps every other trace attribute, so the
+    constant ones are set once, on the figure's traces."""
     consts = []
-    for r in range(n_rows):
-        consts += [dict(_HEAT, y=ylab, yaxis=ROW_AXES[r])] * slots[r]
-        consts += [dict(_MASK, y=ylab, yaxis=ROW_AXES[r])] * slots[r]
+    for r in range(cv.n_rows):
+        consts += [dict(_HEAT, y=ylab, yaxis=ROW_AXES[r])] * cv.slots[r]
+        consts += [dict(_MASK, y=ylab, yaxis=ROW_AXES[r])] * cv.slots[r]
         consts.append(dict(_MARKS, yaxis=ROW_AXES[r]))
-    consts += _diagram_constants(T, ylab)
-    first = frames[0]
-    assert all(len(f["data"]) == len(consts) for f in frames)
-    initial_data = [dict(c, **d) for c, d in zip(consts, first["data"])]
-    fig_height = height or int(BOTTOM + 150 + n_rows * (T * 21 + 44))
-    plot_h = fig_height - 96 - BOTTOM
-    layout = dict(
-        font=FONT, height=fig_height, margin=dict(l=60, r=10, t=96, b=BOTTOM),
-        plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
-        title=dict(text=first["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98, yanchor="top",
-                   yref="container", font=dict(size=15)),
-        xaxis=dict(domain=[0.14, 0.91], range=[-0.5, canvas + 0.5], showticklabels=False, showgrid=False,
-                   zeroline=False, fixedrange=True, anchor="y"),
-        xaxis2=dict(domain=[0.0, 0.1], range=[-0.4, 1.4], visible=False, fixedrange=True),
-        yaxis2=dict(anchor="x2", domain=row_domain(mid), range=[T - 0.5, -0.5], visible=False,
-                    fixedrange=True),
-        coloraxis=dict(first["layout"]["coloraxis"], colorscale=DIVERGING,
-                       colorbar=dict(title=dict(text="value", side="right"), x=0.92, xanchor="left", len=0.75,
-                                     thickness=11)),
-        coloraxis2=dict(first["layout"]["coloraxis2"], colorscale=SEQUENTIAL, cmin=0, cmax=1,
-                        colorbar=dict(title=dict(text="weight", side="right"), x=0.92, xanchor="left", len=0.75,
-                                      thickness=11)),
-        annotations=first["layout"]["annotations"],
+    return consts + _diagram_constants(T, ylab)
+
+
+def _controls(frame_ms: int, plot_h: int, slider_steps: list) -> dict:
+    """Play / Pause below the slider (so that the two never overlap however narrow the page is), the stage slider."""
+    return dict(
         updatemenus=[dict(
-            # below the slider, so that the two never overlap however narrow the page is
             type="buttons", direction="left", x=0.0, y=-98 / plot_h, xanchor="left", yanchor="top",
             pad=dict(t=0, r=0), showactive=False, font=dict(size=12),
             buttons=[
@@ -242,11 +224,68 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
             font=dict(size=9), transition=dict(duration=0), ticklen=4,
         )],
     )
-    for r in range(n_rows):
+
+
+def _stepper_layout(cv: _Canvas, first: dict, T: int, ylab, fig_height: int, controls: dict) -> dict:
+    """The figure's layout: axes, colour scales, the first frame's title and annotations, the controls."""
+    layout = dict(
+        font=FONT, height=fig_height, margin=dict(l=60, r=10, t=96, b=BOTTOM),
+        plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
+        title=dict(text=first["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98, yanchor="top",
+                   yref="container", font=dict(size=15)),
+        xaxis=dict(domain=[0.14, 0.91], range=[-0.5, cv.width + 0.5], showticklabels=False, showgrid=False,
+                   zeroline=False, fixedrange=True, anchor="y"),
+        xaxis2=dict(domain=[0.0, 0.1], range=[-0.4, 1.4], visible=False, fixedrange=True),
+        yaxis2=dict(anchor="x2", domain=cv.row_domain(cv.mid), range=[T - 0.5, -0.5], visible=False,
+                    fixedrange=True),
+        coloraxis=dict(first["layout"]["coloraxis"], colorscale=DIVERGING,
+                       colorbar=dict(title=dict(text="value", side="right"), x=0.92, xanchor="left", len=0.75,
+                                     thickness=11)),
+        coloraxis2=dict(first["layout"]["coloraxis2"], colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                        colorbar=dict(title=dict(text="weight", side="right"), x=0.92, xanchor="left", len=0.75,
+                                      thickness=11)),
+        annotations=first["layout"]["annotations"],
+        **controls,
+    )
+    for r in range(cv.n_rows):
         yname = "yaxis" + ROW_AXES[r][1:]
-        layout[yname] = dict(first["layout"][yname], domain=row_domain(r), anchor="x", type="category", autorange=False,
-                             range=[T - 0.5, -0.5], showgrid=False, fixedrange=True, tickfont=dict(size=11),
-                             categoryorder="array", categoryarray=ylab)
+        layout[yname] = dict(first["layout"][yname], domain=cv.row_domain(r), anchor="x", type="category",
+                             autorange=False, range=[T - 0.5, -0.5], showgrid=False, fixedrange=True,
+                             tickfont=dict(size=11), categoryorder="array", categoryarray=ylab)
+    return layout
+
+
+def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, batch: int = 0,
+                  frame_ms: int = FRAME_MS, height: int | None = None):
+    """Animated figure: one frame per stage of decoder block ``layer``, Play/Pause buttons and a
+    stage slider (all plotly, so they work in the static book).
+
+    ``model`` is a TinyTransformer (with ``ids``: token ids or a string) or a ready Trace.
+    Frames are named by stage key: embed, norm1, qkv, [rope], scores, mask, softmax, wsum, merge,
+    resid1, norm2, up, act, down, resid2 (post-norm blocks fold the norms into resid1 / resid2).
+    Each frame draws the stage's tensors as heatmaps (one row per token, drawn to scale: the FFN
+    hidden layer is d_ff/C times as wide), the shape, and a diagram of which positions feed which."""
+    t = get_traced(model, ids, labels=labels, batch=batch, config=config)
+    trace, b = t.trace, t.batch
+    stages = block_stages(trace, layer, t.config)
+    T = trace[stages[-1].outputs[0]].shape[-2]
+    ylab = bnd.token_axis_labels(t.labels, T)
+    C = trace[stages[-1].outputs[0]].shape[-1]
+    cv = _Canvas(trace, b, stages, C, T)
+    frames = [_stage_frame(cv, st, rows, k, len(stages), t, T, ylab)
+              for k, (st, rows) in enumerate(zip(stages, cv.layouts))]
+    slider_steps = [dict(
+        label=f"{k + 1} {st.name}", method="animate",
+        args=[[st.key], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))],
+    ) for k, st in enumerate(stages)]
+    _pad_annotations(frames)
+    consts = _constant_traces(cv, T, ylab)
+    first = frames[0]
+    assert all(len(f["data"]) == len(consts) for f in frames)
+    initial_data = [dict(c, **d) for c, d in zip(consts, first["data"])]
+    fig_height = height or int(BOTTOM + 150 + cv.n_rows * (T * 21 + 44))
+    plot_h = fig_height - 96 - BOTTOM
+    layout = _stepper_layout(cv, first, T, ylab, fig_height, _controls(frame_ms, plot_h, slider_steps))
     return make_figure(initial_data, layout, frames)
 
 

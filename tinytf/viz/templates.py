@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..errors import TinyTFInputError
+from ..lab.onnx_export import book_models
 from ..tokens import token_labels
 from .attention_map import attention_map
 from .binding import bindings_of, evaluate, recipe_outputs
@@ -167,8 +168,6 @@ def export_templates(model, key: str, out_dir, max_tokens: int = 8, layers=None,
 def export_book_templates(out_dir, max_tokens: int = 8) -> dict:
     """``export_templates`` for every model the book runs in the browser (tinytf.lab.onnx_export.book_models,
     the keys of its ONNX files): {model key: {file name: size in bytes}}."""
-    from ..lab.onnx_export import book_models
-
     return {key: export_templates(load(), key, out_dir, max_tokens=max_tokens) for key, _, load in book_models()}
 
 

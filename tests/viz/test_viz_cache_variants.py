@@ -1,0 +1,75 @@
+"""The KV-cache figure (tinytf.viz.cache) is drawn from what ``tinytf.generate`` reports after each step
+(``on_step``), so it shows what the cache of every attention variant holds: full, grouped-query,
+sliding-window (local and local/global), and MLA's latent cache."""
+import pytest
+import torch
+
+import tinytf
+from tinytf.viz.cache import cache_growth, cache_snapshots
+
+VARIANTS = {
+    "full": dict(),
+    "grouped": dict(n_heads=4, n_kv_heads=2),
+    "sliding": dict(sliding_window=3),
+    "local/global": dict(sliding_window=3, layer_types=("local", "global")),
+    "mla": dict(n_heads=2, mla_kv_rank=8, mla_rope_dim=4),
+}
+
+
+def model_for(**kw):
+    tinytf.seed_everything(0)
+    cfg = dict(d_model=32, n_heads=2, d_ff=64, n_layers=2)
+    cfg.update(kw)
+    return tinytf.TinyTransformer(tinytf.TinyConfig(**cfg)).eval()
+
+
+def cached_columns(heat_z):
+    """Per row of the heatmap, the positions drawn as cached (a non-empty cell)."""
+    return [[p for p, z in enumerate(row) if z is not None] for row in heat_z]
+
+
+def test_sliding_window_figure_marks_only_what_the_cache_holds():
+    # regression (issue 21, bug 1): the figure marked all 8 positions as cached, the cache holds 2 per layer
+    model = model_for(sliding_window=3)
+    prompt = tinytf.encode("abcd")
+    snaps = cache_snapshots(model, prompt, 4)
+    fig = cache_growth(model, prompt, snapshots=snaps)
+    last = fig.frames[-1].data[0]
+    assert len(last.z[0]) == 8  # 4 prompt positions + 4 new tokens fed back
+    cache = model.new_cache()  # the same 8 tokens through a real cache: what does it hold?
+    with torch.no_grad():
+        model(tinytf.generate(model, prompt, 5).tokens[None, :8], cache=cache)
+    assert [layer.k.shape[-2] for layer in cache.layers] == [2, 2]  # window 3: the newest window - 1 = 2 kept
+    held = [[6, 7], [6, 7]]
+    assert cached_columns(last.z) == [held[0], held[0], held[1], held[1]]
+    assert all(len(cols) < 8 for cols in cached_columns(last.z))
+
+
+def test_mla_cache_figure_draws_the_latent_cache():
+    # regression (issue 21, bug 1): an MLA model raised AttributeError ('LatentCache' has no '.k')
+    model = model_for(**VARIANTS["mla"])
+    prompt = tinytf.encode("hi")
+    snaps = cache_snapshots(model, prompt, 3)
+    fig = cache_growth(model, prompt, snapshots=snaps)
+    assert list(fig.frames[-1].data[0].y) == ["layer 0 latent", "layer 0 k_rope", "layer 1 latent", "layer 1 k_rope"]
+    assert cached_columns(fig.frames[-1].data[0].z) == [list(range(5))] * 4
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_cache_figure_follows_generate_for_every_variant(name):
+    model = model_for(**VARIANTS[name])
+    prompt = tinytf.encode("abcd")
+    steps = []
+    gen = tinytf.generate(model, prompt, 5, on_step=steps.append)
+    snaps = cache_snapshots(model, prompt, 4)
+    assert [s["next"] for s in snaps] == gen.tokens[4:].tolist()
+    assert [s["held"] for s in snaps] == [st.held for st in steps]
+    assert [s["nbytes"] for s in snaps] == [st.nbytes for st in steps]
+    fig = cache_growth(model, prompt, snapshots=snaps)
+    for k, frame in enumerate(fig.frames):
+        cols = cached_columns(frame.data[0].z)
+        assert cols == [h for h in snaps[k]["held"] for _ in range(2)]  # two rows per layer, what it holds
+        custom = frame.data[0].customdata
+        for row, layer in zip(range(0, len(cols), 2), range(model.config.n_layers)):
+            drawn = [custom[row][p] for p in cols[row]]
+            assert drawn == pytest.approx(snaps[k]["norms"][layer][0])

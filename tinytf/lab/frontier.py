@@ -1,0 +1,97 @@
+"""Measurements of the frontier block (chapter 10, "The frontier block") that the figures of
+``tinytf.viz.frontier`` draw: how far each position's input reaches through sliding-window layers
+(autograd), and how large attention logits grow while training with and without QK-norm.
+
+    gradient_reach(model, ids)                  per layer: which input positions reach each query (autograd)
+    logit_growth(cfg, steps, lr, seed)          train briefly, record the largest absolute attention logit every few steps
+    load_logit_growth()                         the recorded runs, tinytf/checkpoints/qk_norm_logits.json
+    main()                                      ``python -m tinytf record-qk-norm``: re-record them
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..config import TinyConfig
+from ..models import TinyTransformer
+from .tasks import InductionTask
+from .train import decoder_loss, num_threads
+
+LOGIT_GROWTH_FILE = Path(__file__).resolve().parents[1] / "checkpoints" / "qk_norm_logits.json"
+
+
+def gradient_reach(model, ids) -> np.ndarray:
+    """bool [n_layers, T, T]: reach[l, q, j] is True when the stream leaving layer l at position q depends on
+    the input at position j, measured with autograd (a non-zero gradient of that stream w.r.t. ``embed``)."""
+    names = ["embed"] + [f"blocks.{i}.resid_post" for i in range(model.config.n_layers)]
+    _, trace = model.run_with_trace(ids, names=names, detach=False)
+    embed = trace["embed"]
+    L, T = model.config.n_layers, embed.shape[1]
+    reach = np.zeros((L, T, T), dtype=bool)
+    for i in range(L):
+        out = trace[f"blocks.{i}.resid_post"][0]
+        for q in range(T):
+            (g,) = torch.autograd.grad(out[q].sum(), embed, retain_graph=True)
+            reach[i, q] = (g[0].abs().sum(-1) > 0).numpy()
+    return reach
+
+
+def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int = 0, every: int = 10,
+                 batch_size: int = 32, task=None) -> dict:
+    """Train a TinyTransformer(cfg) (seed ``seed``) on the induction task with AdamW at a constant, high
+    learning rate (no warm-up, no clipping, no weight decay) and record, every ``every`` steps, the largest
+    absolute attention logit (``blocks.*.attn.scores``) on a fixed probe batch, and the training loss.
+    Returns {"steps": [...], "max_logit": [...], "loss": [...]} (loss at the recorded steps; step 0: None)."""
+    task = task or InductionTask(min_length=4, max_length=12)
+    with num_threads(1), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = TinyTransformer(cfg)
+        data = torch.Generator().manual_seed(seed)
+        probe = task.batch(16, torch.Generator().manual_seed(10_000), length=task.max_length)[0]
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
+        rec = {"steps": [], "max_logit": [], "loss": []}
+        loss = None
+        for step in range(steps + 1):
+            if step % every == 0 or step == steps:
+                model.eval()
+                with torch.no_grad():
+                    _, tr = model.run_with_trace(probe, names=["blocks.*.attn.scores"])
+                rec["steps"].append(step)
+                rec["max_logit"].append(max(float(t.abs().max()) for t in tr.values()))
+                rec["loss"].append(None if loss is None else float(loss.detach()))
+                model.train()
+            if step == steps:
+                break
+            loss, _ = decoder_loss(model, task.batch(batch_size, data))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    return rec
+
+
+def load_logit_growth(path=None) -> dict:
+    """The recorded QK-norm runs (written by ``python -m tinytf record-qk-norm``, ``main``)."""
+    return json.loads(Path(path or LOGIT_GROWTH_FILE).read_text())
+
+
+LOGIT_GROWTH_SETTINGS = dict(base=dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, d_ff=192, max_seq_len=64),
+                             steps=150, lr=1e-2, every=10, seeds=[0, 1, 2])
+
+
+def main() -> int:
+    """``python -m tinytf record-qk-norm``: re-record tinytf/checkpoints/qk_norm_logits.json (chapter 10)."""
+    s = LOGIT_GROWTH_SETTINGS
+    runs = {}
+    for variant, qk in (("plain", "none"), ("QK-norm", "head")):
+        cfg = TinyConfig(**s["base"], qk_norm=qk)
+        runs[variant] = [logit_growth(cfg, s["steps"], s["lr"], seed, s["every"]) for seed in s["seeds"]]
+        print(variant, [round(r["max_logit"][-1], 1) for r in runs[variant]], flush=True)
+    out = dict(command="python -m tinytf record-qk-norm", torch=torch.__version__, settings=s,
+               task="induction, repeat length 4..12, batch 32", optimizer="AdamW(0.9, 0.95), constant lr, "
+               "no warm-up, no clipping, no weight decay", runs=runs)
+    LOGIT_GROWTH_FILE.write_text(json.dumps(out, indent=1) + "\n")
+    print("wrote", LOGIT_GROWTH_FILE)
+    return 0
