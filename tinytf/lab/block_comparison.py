@@ -270,18 +270,7 @@ def run_comparison(configs: dict | None = None, seeds=DEFAULTS["seeds"], steps: 
     ``priority``: variant names in the order to train them (every run of the first, then of the next, ...);
     by default the runs go seed by seed. The results are in the order of ``configs`` either way."""
     configs = block_configs(max_length=max_length) if configs is None else configs
-    seeds = list(seeds)
-    lrs = [float(lrs)] if isinstance(lrs, (int, float)) else [float(x) for x in lrs]
-    warmups = [warmups] if isinstance(warmups, int) else list(warmups)
-    if not seeds:
-        raise TinyTFInputError("run_comparison: give at least one seed")
-    if not lrs or not all(x > 0 for x in lrs):
-        raise TinyTFInputError(f"run_comparison: give at least one positive learning rate, got {lrs!r}")
-    if not warmups or not all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in warmups):
-        raise TinyTFInputError(f"run_comparison: give at least one warm-up length (a positive number of steps), "
-                               f"got {warmups!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise TinyTFInputError(f"jobs: expected a positive integer, got {jobs!r}")
+    seeds, lrs, warmups = _sweep_grid(seeds, lrs, warmups, jobs)
     out = {
         "task": {"name": "reversal", "min_length": min_length, "max_length": max_length},
         "settings": {"steps": steps, "lrs": lrs, "warmups": warmups, "batch_size": batch_size, "seeds": seeds,
@@ -335,6 +324,23 @@ def run_comparison(configs: dict | None = None, seeds=DEFAULTS["seeds"], steps: 
                                                          lrs.index(k[2]), seeds.index(k[3]))):
         out["runs"][name].append(results[name, w, lr, seed])
     return out
+
+
+def _sweep_grid(seeds, lrs, warmups, jobs) -> tuple[list, list, list]:
+    """run_comparison's grid as lists (seeds, peak rates, warm-ups), with a clear message for bad input."""
+    seeds = list(seeds)
+    lrs = [float(lrs)] if isinstance(lrs, (int, float)) else [float(x) for x in lrs]
+    warmups = [warmups] if isinstance(warmups, int) else list(warmups)
+    if not seeds:
+        raise TinyTFInputError("run_comparison: give at least one seed")
+    if not lrs or not all(x > 0 for x in lrs):
+        raise TinyTFInputError(f"run_comparison: give at least one positive learning rate, got {lrs!r}")
+    if not warmups or not all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in warmups):
+        raise TinyTFInputError(f"run_comparison: give at least one warm-up length (a positive number of steps), "
+                               f"got {warmups!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise TinyTFInputError(f"jobs: expected a positive integer, got {jobs!r}")
+    return seeds, lrs, warmups
 
 
 def _config_dict(cfg: TinyConfig) -> dict:

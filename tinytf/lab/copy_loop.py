@@ -20,6 +20,9 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import TinyTFInputError
+from ..models import TinyTransformer
+from ..seeding import seed_everything
+from . import tasks
 
 __all__ = ["train_copy", "copy_eval", "leaves_plateau", "recorded_runs", "HALFWAY"]
 
@@ -35,15 +38,12 @@ def train_copy(seed: int = 0, steps: int = 120, batch_size: int = 32, length: in
     Returns (model in eval mode, list of the loss of each step). ``min_length``/``max_length``: draw each
     batch's repeat length from that range (``InductionTask``) instead of the fixed ``length``.
     ``progress``: an optional callable called once per step (e.g. a tqdm bar's ``update``)."""
-    import tinytf
-    from . import tasks
-
     if steps < 1 or batch_size < 1:
         raise TinyTFInputError(f"train_copy: steps and batch_size must be >= 1, got {steps} and {batch_size}")
     if (min_length is None) != (max_length is None):
         raise TinyTFInputError("train_copy: give both min_length and max_length, or neither")
-    tinytf.seed_everything(seed)
-    model = tinytf.TinyTransformer()
+    seed_everything(seed)
+    model = TinyTransformer()
     model.train()
     V = model.config.vocab_size
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
@@ -71,8 +71,6 @@ def train_copy(seed: int = 0, steps: int = 120, batch_size: int = 32, length: in
 def copy_eval(model, lengths: Sequence[int] = (8,), n: int = 256, seed: int = 1) -> dict:
     """{length: (loss of the first half, loss of the second half)} in nats, on ``n`` fresh copy-task
     sequences of each length (first half: the random letters; second half: the copy)."""
-    from . import tasks
-
     out = {}
     for length in lengths:
         x, y, _ = tasks.induction_batch(n, length, torch.Generator().manual_seed(seed))
