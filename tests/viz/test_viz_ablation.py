@@ -40,6 +40,9 @@ def test_lens_lines_are_the_readings():
     assert len(fig.data) == 4
     assert list(fig.data[0].y) == [0.1, 0.3, 1.0] and list(fig.data[1].y) == [8.5, 3.0, 2.0]
     assert list(fig.data[0].x) == ["embedding", "after block 0", "after block 1"]
+    with_baselines = lens_figure(readings, baselines={"unigram": 4.8, "bigram": 3.88})
+    texts = [a.text for a in with_baselines.layout.annotations]
+    assert "unigram, 4.80" in texts and "bigram, 3.88" in texts and len(with_baselines.data) == 4
 
 
 @pytest.mark.parametrize("call", [lambda: ablation_figure({}), lambda: ablation_figure({"bits": {"x": [1.0]}}),

@@ -66,10 +66,11 @@ def ablation_figure(result: dict, groups: int = 4, baselines: dict | None = None
     return fig
 
 
-def lens_figure(readings: dict) -> go.Figure:
+def lens_figure(readings: dict, baselines: dict | None = None) -> go.Figure:
     """The logit lens by depth, one line per passage group. ``readings``: {group label: the dict of
     ``lens_agreement`` ({'agree': [depth], 'bits': [depth]})}. Left: how often the lens's top guess equals the
-    model's final one; right: the lens's bits per byte on the true next byte."""
+    model's final one; right: the lens's bits per byte on the true next byte. ``baselines`` (optional,
+    {name: bits per byte}, e.g. unigram and bigram) are drawn as grey reference lines on the right."""
     if not isinstance(readings, dict) or not readings or not all(
             isinstance(r, dict) and {"agree", "bits"} <= set(r) for r in readings.values()):
         raise TinyTFInputError("lens_figure: expected {label: lens_agreement(...) result}")
@@ -89,6 +90,9 @@ def lens_figure(readings: dict) -> go.Figure:
     fig.update_yaxes(title="bits per byte", rangemode="tozero", row=1, col=2)
     fig.add_hline(y=8.0, line_dash="dot", line_color="#444444", row=1, col=2, annotation_text="uniform, 8 bits",
                   annotation_position="bottom left")
+    for n, (name, value) in enumerate((baselines or {}).items()):
+        fig.add_hline(y=float(value), line_dash=["dash", "dashdot"][n % 2], line_color="#888888", row=1, col=2,
+                      annotation_text=f"{name}, {float(value):.2f}", annotation_position="top right")
     title = _title("The logit lens on text-4l, depth by depth",
                    "the final norm and LM head applied to the stream after each block; one line per group of passages")
     fig.update_layout(template="plotly_white", font=FONT, height=420, title=title,
