@@ -140,6 +140,15 @@
       for (const v of d) if (Math.abs(Math.fround(v)) < c32) k++;
       return Math.fround(k / d.length);
     },
+    frac_abs_lt_rms: function (x, c) {  // |x| < c * RMS(x), RMS over all entries (float64 sum)
+      const d = flat(x);
+      let ss = 0;
+      for (const v of d) ss += Math.fround(v) * Math.fround(v);
+      const c32 = Math.fround(c * (d.length ? Math.sqrt(ss / d.length) : 0));
+      let k = 0;
+      for (const v of d) if (Math.abs(Math.fround(v)) < c32) k++;
+      return Math.fround(k / d.length);
+    },
     symrange: function (xs) {
       let m = 0;
       for (const x of xs) {

@@ -60,3 +60,12 @@ def test_even_spread_scores():
     assert math.isclose(hs.even_spread_scores(8)["first"], float(H.first_token_score(w[None])[0]), rel_tol=1e-6)
     with pytest.raises(tinytf.TinyTFInputError):
         hs.even_spread_scores(1)
+
+
+def test_seen_in_training_draws_the_recorded_training_data():
+    seen = hs.seen_in_training("induction-2l", n_samples=3)
+    info = tinytf.pretrained.info("induction-2l")
+    assert seen["sequences"] == info["steps"] * info["batch_size"]
+    assert 0 < seen["same_length"] < seen["sequences"] and seen["examples"] == 3 and seen["seen"] == 0
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.seen_in_training("text-4l")

@@ -275,3 +275,18 @@ def test_onnx_outputs_fill_the_templates(tmp_path):
                 got = apply_template(template, outputs, labels)
                 want = figure_of(build_view(model, view, ids, layer, labels=labels))
                 assert diff(got, want, tol=1e-4) is None, f"{key} {view} L{layer}: {diff(got, want, tol=1e-4)}"
+
+
+def test_frac_abs_lt_rms_python_and_browser():
+    """The relative near-zero share (|x| < c * RMS(x), chapter 4's FFN figures) is the same in both copies."""
+    x = np.array([[0.001, -0.5, 2.0], [0.02, -0.0001, 1.3]], dtype=np.float32)
+    rms = float(np.sqrt(np.mean(x.astype(np.float64) ** 2)))
+    for c in (0.01, 0.05, 1.0):
+        assert bnd.OPS["frac_abs_lt_rms"](x, c) == float(np.float32((np.abs(x) < c * rms).sum()) / np.float32(6))
+    require("node")
+    script = (f"require({json.dumps(str(BIND_JS))}); const o = globalThis.tinytfBind.ops;"
+              f"const x = {{nd: true, dims: [2, 3], data: Float32Array.from({json.dumps(x.ravel().tolist())})}};"
+              "console.log(JSON.stringify([0.01, 0.05, 1.0].map(function (c) { return o.frac_abs_lt_rms(x, c); })));")
+    res = subprocess.run([shutil.which("node"), "-e", script], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads(res.stdout) == [bnd.OPS["frac_abs_lt_rms"](x, c) for c in (0.01, 0.05, 1.0)]

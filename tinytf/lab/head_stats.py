@@ -77,6 +77,35 @@ def induction_summary(model, name: str, n_samples: int = 100, first_seed: int = 
             "correct": int(right.sum()), "total": int(known.sum())}
 
 
+def seen_in_training(name: str = "induction-2l", n_samples: int = 100, first_seed: int = 1,
+                     length: int = 10) -> dict:
+    """How many of the examples ``sample_input(name, seed, length)`` (seeds first_seed, first_seed + 1, ...)
+    the checkpoint saw during training: the training batches are drawn again from the data seed, steps and
+    batch size recorded in ``name``'s JSON (with the task of its ``tinytf.train`` preset), and an example
+    counts as seen when a training sequence of the same length has the same letters.
+
+    Returns {"sequences": training sequences drawn, "same_length": those of length ``length``,
+    "seen": examples found among them, "examples": n_samples}."""
+    from . import train as TR  # imported here: train imports the models, not this module
+
+    info = P.info(name)
+    preset = next((p for p in TR.PRESETS.values() if p.checkpoint == name), None)
+    if preset is None or info.get("kind") != "decoder":
+        raise TinyTFInputError(f"seen_in_training: {name!r} is not a shipped synthetic-task decoder")
+    letters = {tuple(P.sample_input(name, seed=first_seed + s, length=length).ids[1:length + 1].tolist())
+               for s in range(n_samples)}
+    gen = torch.Generator().manual_seed(info["seed"])
+    drawn = same_length = 0
+    seen = set()
+    for _ in range(info["steps"]):
+        inputs, _, _ = preset.task.batch(info["batch_size"], gen)  # [B, 2L]: BOS, x, x without its last letter
+        drawn += inputs.shape[0]
+        if inputs.shape[1] == 2 * length:
+            same_length += inputs.shape[0]
+            seen |= letters & {tuple(row) for row in inputs[:, 1:length + 1].tolist()}
+    return {"sequences": drawn, "same_length": same_length, "seen": len(seen), "examples": len(letters)}
+
+
 @torch.no_grad()
 def score_tables(model, windows) -> list:
     """``tinytf.heads.score_table`` on each window of byte ids (``windows``: [N, T] long, or a list of 1-D id

@@ -21,7 +21,8 @@ unchanged):
 * ``["isneginf", x]``, ``["not", x]``, ``["neg", x]``, ``["affine", x, s, k, o]`` (``o + (x + s) * k``)
 * ``["where", m, a, b]``: ``np.where(m, a, b)``; a or b a number, or null for NaN
 * ``["frac_eq", x, c]``: the share of entries equal to c, in float32 as ``torch.mean`` gives it;
-  ``["frac_abs_lt", x, c]``: the share with absolute value below c (compared in float32)
+  ``["frac_abs_lt", x, c]``: the share with absolute value below c (compared in float32);
+  ``["frac_abs_lt_rms", x, c]``: the share with absolute value below c times the root-mean-square of all of x
 * ``["symrange", [x, ...]]``: ``sym_range``, the largest finite absolute value (1 if none)
 * ``["nonzero", x, k]``: coordinate k of ``np.nonzero(x)`` (C order); ``["select", x, m]``: ``x[m]``
 * ``["take", l, idx]``, ``["item", l, i]``, ``["tolist", x]``, ``["list", [a, ...]]``,
@@ -83,6 +84,13 @@ def _where(m, a, b):
     return np.where(m, np.nan if a is None else a, np.nan if b is None else b)
 
 
+def _frac_below_rms(x, c) -> float:
+    """Share of entries with |x| < c * RMS(x), the RMS over all entries (summed in float64, compared in float32)."""
+    x = np.asarray(x, dtype=np.float32)
+    rms = np.sqrt(np.mean(np.square(x.astype(np.float64)))) if x.size else 0.0
+    return _frac(np.abs(x) < np.float32(c * rms))
+
+
 def _frac(mask) -> float:
     """Share of True entries, as torch's float32 mean gives it (an exact count divided in float32)."""
     mask = np.asarray(mask)
@@ -111,6 +119,7 @@ OPS = {
     "where": _where,
     "frac_eq": lambda x, c: _frac(np.asarray(x) == c),
     "frac_abs_lt": lambda x, c: _frac(np.abs(np.asarray(x, dtype=np.float32)) < np.float32(c)),
+    "frac_abs_lt_rms": lambda x, c: _frac_below_rms(x, c),
     "symrange": lambda xs: sym_range(*xs),
     "neg": lambda x: -x,
     "affine": lambda x, shift, scale, offset: offset + (x + shift) * scale,

@@ -38,24 +38,28 @@ def ffn_sparsity(model_or_trace, ids=None, layer: int = 0, near: float = NEAR_ZE
     return out
 
 
-def _bound_sparsity(parts, mats, near) -> dict:
-    """ffn_sparsity of one sequence, as Bound values (the same float32 shares, with their recipes)."""
-    return {label: (bnd.op("frac_eq", z, 0.0), bnd.op("frac_abs_lt", z, near))
+def _bound_sparsity(parts, mats, near, near_rms=None) -> dict:
+    """ffn_sparsity of one sequence, as Bound values (the same float32 shares, with their recipes);
+    ``near_rms``: "near zero" is |h| < near_rms * RMS(h), RMS over the tensor, instead of |h| < ``near``."""
+    return {label: (bnd.op("frac_eq", z, 0.0),
+                    bnd.op("frac_abs_lt", z, near) if near_rms is None else bnd.op("frac_abs_lt_rms", z, near_rms))
             for (label, name, hidden), z in zip(parts, mats)
             if hidden and not name.endswith(("ffn.pre", "ffn.gate", "ffn.up"))}
 
 
-def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NEAR_ZERO, batch: int = 0):
+def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NEAR_ZERO, batch: int = 0,
+                  near_rms: float | None = None):
     """Stacked heatmaps, each drawn at its true width: the FFN input [T, C], the hidden tensors
     [T, d_ff] (d_ff = 4C in the classic block, so 4x as wide) and the output [T, C]; a bar chart
-    gives the fraction of hidden units exactly zero and near zero (|h| < ``near``)."""
+    gives the fraction of hidden units exactly zero and near zero (|h| < ``near``, or, with ``near_rms``,
+    |h| < near_rms times the root-mean-square of that hidden tensor, a threshold relative to its size)."""
     t = get_traced(model, ids, labels=labels, batch=batch)
     parts = ffn_parts(t.trace, layer)
     mats = [bnd.source(t.trace, name)[t.batch] for _, name, _ in parts]  # Bound (value + recipe)
     T, C = mats[0].shape
     Fh = max(m.shape[-1] for m in mats)
     ylab = bnd.token_axis_labels(t.labels, T)
-    sparsity = _bound_sparsity(parts, mats, near)
+    sparsity = _bound_sparsity(parts, mats, near, near_rms)
     m_hid = bnd.op("symrange", [m for m, (_, _, hid) in zip(mats, parts) if hid])
     n = len(parts)
     left_w = 0.66
@@ -81,7 +85,8 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
         annotations.append(dict(text=f"<b>{label}</b> [{T}, {z.shape[-1]}]", x=left_w / 2, y=y1, xref="paper",
                                 yref="paper", yanchor="bottom", showarrow=False, font=dict(size=11)))
     labels_s = list(sparsity)
-    for j, (what, color) in enumerate((("exactly 0", OKABE_ITO[0]), (f"|h| < {near:g}", OKABE_ITO[1]))):
+    near_label = f"|h| < {near:g}" if near_rms is None else f"|h| < {near_rms:g}·RMS(h)"
+    for j, (what, color) in enumerate((("exactly 0", OKABE_ITO[0]), (near_label, OKABE_ITO[1]))):
         vals = bnd.op("list", [sparsity[k][j] for k in labels_s])
         data.append(dict(type="bar", x=vals, y=labels_s, orientation="h", name=what, xaxis=f"x{n + 1}",
                          yaxis=f"y{n + 1}", marker=dict(color=color), text=bnd.op("format", "{:.0%}", [vals]),
@@ -111,7 +116,9 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
         title=dict(text=(f"<b>Layer {layer} FFN: each token goes {C} → {Fh} → {C} features "
                          f"({ratio:g}× wider inside), drawn to scale</b>"
                          "<br><span style='font-size:12px'>the same weights for every token; "
-                         "right: hidden units that are exactly or nearly zero</span>"), x=0.01, xanchor="left"),
+                         + ("right: hidden units that are exactly or nearly zero" if near_rms is None else
+                            f"right: hidden values exactly 0, and near 0 (|h| below {near_rms:.0%} of the RMS of "
+                            "its tensor)") + "</span>"), x=0.01, xanchor="left"),
         coloraxis=dict(colorscale=DIVERGING, cmin=-m_in, cmax=m_in, colorbar=bar("input", 0, 0)),
         coloraxis2=dict(colorscale=DIVERGING, cmin=-m_hid, cmax=m_hid, colorbar=bar("hidden", hid[0], hid[-1])),
         coloraxis3=dict(colorscale=DIVERGING, cmin=-m_out, cmax=m_out, colorbar=bar("output", n - 1, n - 1)),
