@@ -27,6 +27,9 @@ import build_book  # noqa: E402  (scripts/build_book.py)
 
 BOOK_HTML = build_book.HTML
 SCREENSHOTS = ROOT / "_build" / "screenshots"
+# Screenshots are for a person to look at, not checks: the first screen by default; whole pages (several seconds
+# each on a long chapter) with TINYTF_FULL_SCREENSHOTS=1.
+FULL_SCREENSHOTS = os.environ.get("TINYTF_FULL_SCREENSHOTS") == "1"
 CHROMIUM = book_browser.CHROMIUM
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

@@ -1,13 +1,14 @@
 """Every page of the built book in headless Chromium (Debian's /usr/bin/chromium via
 Playwright), served from 127.0.0.1 with every other host blocked: it loads, logs no console
 error, requests nothing remote, draws every plotly figure, typesets its math, plays its
-matplotlib animations, shows the title and the chapter navigation. A full-page screenshot
-of each page is kept in _build/screenshots/ for a person to look at."""
+matplotlib animations, shows the title and the chapter navigation. A screenshot of each page (the
+first screen; the full page with TINYTF_FULL_SCREENSHOTS=1) is kept in _build/screenshots/ for a person to
+look at."""
 from __future__ import annotations
 
 import pytest
 
-from conftest import SCREENSHOTS, book_url, open_page, toc_docnames
+from conftest import FULL_SCREENSHOTS, SCREENSHOTS, book_url, open_page, toc_docnames
 
 DOCS = toc_docnames()
 CHAPTER_DOCS = [d for d in DOCS if d.startswith("chapters/")]
@@ -17,7 +18,7 @@ EXTRA_PAGES = ["search.html", "genindex.html", "index.html"]
 
 def screenshot(page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name.replace('/', '__')}.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name.replace('/', '__')}.png"), full_page=FULL_SCREENSHOTS)
 
 
 # Text of the page outside code, typeset math and scripts that still looks like TeX: a command or a
