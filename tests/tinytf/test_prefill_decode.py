@@ -77,3 +77,25 @@ def test_time_steps_naive_and_cached():
         time_steps(model, tokens, start=0)
     with pytest.raises(TinyTFInputError):
         time_steps(model, torch.randint(0, 256, (80,)), start=8)  # longer than max_seq_len
+
+
+def test_readings_print_what_the_prose_refers_to():
+    from tinytf.lab.prefill_decode import StepTimes, PhaseTiming, two_digits
+    assert two_digits(41.7) == "42" and two_digits(0.0123) == "0.012" and two_digits(8.0) == "8"
+    s = Spread.of([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert s.median_str() == "3" and s.contains(2.0) and not s.contains(4.5)
+    # two repeats, two steps per band: the cached line flat at 1 ms, the naive one from 2 to 4 ms
+    st = StepTimes([10, 11, 20, 21], {"naive": [[2e-3, 2e-3, 4e-3, 4e-3]] * 2, "cached": [[1e-3] * 4] * 2})
+    text = st.reading((10, 12), (20, 22), "token")
+    assert "medians 1.0 and 1.0 ms per token in the first quarter and the last quarter, each inside the other's IQR: yes" in text
+    assert "the last quarter's median 2 times the first quarter's;" in text and "ratio naive / cached: 2.0 -> 4.0" in text
+    assert "a cached step takes 0.25 of a naive step's time" in text
+    st.seconds["cached"] = [[1e-3, 1e-3, 3e-3, 3e-3]] * 2
+    assert "IQR: no" in st.reading((10, 12), (20, 22), "token")
+    cfg = TinyConfig(n_layers=1, d_model=32, n_heads=2, d_ff=64)
+    t = PhaseTiming(16, 2, 16e-3, 2e-3, prefill=[16e-3] * 3, decode=[[2e-3, 2e-3]] * 3)
+    report = t.report("tiny", cfg)
+    pre, dec = step_cost(cfg, new=16), step_cost(cfg, new=1, past=16)
+    assert "decode / prefill:      2.0 (IQR 2.0–2.0)" in report
+    assert f"(decode / prefill: {two_digits(dec.flops / 2e-3 / (pre.flops / 16e-3))})" in report
+    assert report.endswith("the decode step took 2.0 ms")

@@ -93,6 +93,19 @@ class Spread:
         d = self.decimals()
         return f"{self.median:.{d}f} (IQR {self.q1:.{d}f}–{self.q3:.{d}f})"
 
+    def median_str(self) -> str:
+        """The median alone, rounded as ``str`` rounds it."""
+        return f"{self.median:.{self.decimals()}f}"
+
+    def contains(self, x: float) -> bool:
+        """Is ``x`` inside the interquartile range?"""
+        return self.q1 <= x <= self.q3
+
+
+def two_digits(x: float) -> str:
+    """``x`` to two significant digits, without trailing zeros: 0.0123 -> '0.012', 41.7 -> '42'."""
+    return f"{float(f'{x:.2g}'):g}"
+
 
 @dataclass
 class PhaseTiming:
@@ -127,6 +140,21 @@ class PhaseTiming:
     def ratio_spread(self) -> Spread:
         """Decode / prefill time per token, one ratio per repeat (its median decode step / its prefill per token)."""
         return Spread.of(statistics.median(d) / (p / self.prompt_len) for p, d in zip(self.prefill, self.decode))
+
+    def report(self, label: str, cfg) -> str:
+        """The measured times of both phases, the arithmetic rate each achieved (counted FLOPs / median time,
+        from ``step_cost``) and their reading: decode's rate as a fraction of prefill's, and how long decode's
+        FLOPs would take at prefill's rate, against the decode step measured."""
+        pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
+        pre_rate, dec_rate = pre.flops / self.prefill_seconds, dec.flops / self.decode_seconds
+        return (f"{label}:\n  prefill, ms per token: {self.prefill_spread().scaled(1e3)}\n"
+                f"  decode, ms per token:  {self.decode_spread().scaled(1e3)}\n"
+                f"  decode / prefill:      {self.ratio_spread()}\n"
+                f"  arithmetic rate, GFLOP/s: prefill {two_digits(pre_rate / 1e9)}, decode {two_digits(dec_rate / 1e9)}"
+                f" (decode / prefill: {two_digits(dec_rate / pre_rate)})\n"
+                f"  decode's {dec.flops / 1e6:.1f} MFLOPs at prefill's rate would take "
+                f"{two_digits(1e3 * dec.flops / pre_rate)} ms; the decode step took "
+                f"{self.decode_spread().scaled(1e3).median_str()} ms")
 
 
 @torch.no_grad()
@@ -189,6 +217,20 @@ class StepTimes:
         idx = self._band(lo, hi)
         return Spread.of(statistics.median(n[i] for i in idx) / statistics.median(c[i] for i in idx)
                          for n, c in zip(self.seconds["naive"], self.seconds["cached"]))
+
+    def reading(self, first: tuple, last: tuple, unit: str, names=("first quarter", "last quarter")) -> str:
+        """Three lines reading two bands (lo, hi) of positions, rounded as the bands print: is the cached line
+        flat (each band's median inside the other's IQR), how much the naive line climbs, how the ratio naive /
+        cached grows, and what fraction of a naive step the cached step takes in the last band."""
+        c0, c1 = (self.band("cached", *b).scaled(1e3) for b in (first, last))
+        n0, n1 = (self.band("naive", *b).median for b in (first, last))
+        r0, r1 = self.ratio(*first), self.ratio(*last)
+        flat = "yes" if c0.contains(c1.median) and c1.contains(c0.median) else "no"
+        return (f"cached line: medians {c0.median_str()} and {c1.median_str()} ms per {unit} in the {names[0]} and the "
+                f"{names[1]}, each inside the other's IQR: {flat}\n"
+                f"naive line: the {names[1]}'s median {two_digits(n1 / n0)} times the {names[0]}'s; "
+                f"ratio naive / cached: {r0.median_str()} -> {r1.median_str()}\n"
+                f"{names[1]}: a cached step takes {two_digits(c1.median / 1e3 / n1)} of a naive step's time")
 
 
 @torch.no_grad()
