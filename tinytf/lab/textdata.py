@@ -23,7 +23,9 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import json
 import math
+import os
 import platform
 import re
 import sysconfig
@@ -170,9 +172,44 @@ def _bytes_tensor(texts) -> torch.Tensor:
     return torch.frombuffer(bytearray(data), dtype=torch.uint8).clone() if data else torch.zeros(0, dtype=torch.uint8)
 
 
+def cache_dir() -> Path:
+    """Where extracted corpora are kept between processes: $TINYTF_CACHE, else ~/.cache/tinytf."""
+    return Path(os.environ.get("TINYTF_CACHE") or Path.home() / ".cache" / "tinytf")
+
+
+def _files_key(root: str, rels: list) -> str:
+    """A digest of what the extraction reads: the rules, the interpreter, and every file's path, size and mtime."""
+    h = hashlib.sha256(json.dumps([SOURCE, SPLIT_RULE, MAX_NON_ASCII, sorted(SKIP_DIRS), platform.python_version(),
+                                   root]).encode())
+    for rel in rels:
+        st = (Path(root) / rel).stat()
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:32]
+
+
 @functools.lru_cache(maxsize=2)
 def _stdlib_corpus(root: str) -> Corpus:
+    """Extracting the docstrings parses ~700 files (several seconds), so the result is kept on disk, keyed by
+    ``_files_key``: any change to a file, the interpreter or the rules extracts again."""
     rels = corpus_files(Path(root))
+    path = cache_dir() / f"corpus-{_files_key(root, rels)}.json"
+    try:
+        return Corpus(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        pass
+    corpus = _extract(root, rels)
+    try:  # written to a temporary file and renamed, so a reader never sees half a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(dict(root=corpus.root, files=corpus.files, split=corpus.split, texts=corpus.texts,
+                                       n_listed=corpus.n_listed, n_unreadable=corpus.n_unreadable)), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home: extract again next time
+    return corpus
+
+
+def _extract(root: str, rels: list) -> Corpus:
     files, split, texts, unreadable = [], [], [], 0
     for i, rel in enumerate(rels):
         text = file_text(Path(root) / rel)
