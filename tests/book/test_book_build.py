@@ -14,7 +14,7 @@ import yaml
 from conftest import BOOK_HTML, ROOT, doc_source, toc_docnames
 
 import tinytf.book
-from tinytf.viz.render import book_html
+from tinytf.viz import render
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 SPHINX = CONFIG["sphinx"]["config"]
@@ -266,7 +266,7 @@ def test_every_figure_and_widget_note_of_the_notebook_is_on_the_page(book_html, 
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             if "application/vnd.plotly.v1+json" in data:
-                figure = book_html(data["application/vnd.plotly.v1+json"], seen)
+                figure = render.book_html(data["application/vnd.plotly.v1+json"], seen)
                 assert figure in html, f"{docname}: a plotly figure vanished ({figure[:60]}...)"
             if "application/vnd.jupyter.widget-view+json" in data:
                 note = data.get("text/html", "").strip()
