@@ -2,7 +2,7 @@
 
 A live update is what happens when the reader changes the text in the panel: encode the
 new tokens, trace a forward pass (model.run_with_trace), build the figure from the trace and
-render the output the panel displays (tinytf.viz.mimebundle: rounded JSON + HTML). The model
+render the output the panel displays (tinytf.viz.mimebundle: the rounded plotly JSON). The model
 is not rebuilt (it is cached until the config or seed changes); a rebuild is timed separately.
 
     python bench/bench_viz.py [--runs 30] [--threads N]

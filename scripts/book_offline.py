@@ -18,10 +18,10 @@ HTML book self-contained:
   the context menu;
 * replaces the theme's Font Awesome script (1.5 MB: every icon of Font Awesome) by a small one
   with only the icons the built pages name (``slim_fontawesome``): same markup, same classes;
-* renders the ``application/vnd.plotly.v1+json`` part of a figure output as nothing, without
-  the "skipping unknown output mime type" warning: the ``text/html`` part of the same output
-  (``tinytf.viz.show``) draws the figure (tests/book/test_chapters_static.py checks every plotly
-  output has that part, so no figure can vanish silently);
+* draws every figure from the one representation the notebooks store, the ``application/vnd.plotly.v1+json``
+  part of ``tinytf.viz.show``'s output: a myst-nb mime render plugin turns it into the HTML of
+  ``tinytf.viz.render.book_html`` (a div and a script drawing it with the page's plotly.js; ids numbered per
+  page), and ``nb_mime_priority_overrides`` in _config.yml makes the html builder pick that part;
 * leaves out the ipywidgets state that myst-nb would embed in a page (a notebook saved with
   widget state carries hundreds of kB of it): with ``nb_ipywidgets_js: {}`` no widget manager
   is loaded, so nothing could ever read it;
@@ -31,6 +31,7 @@ HTML book self-contained:
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -89,15 +90,22 @@ def mathjax_source() -> Path:
 
 
 class PlotlyJsonPlugin:
-    """A myst-nb mime render plugin (the ``MimeRenderPlugin`` protocol) for plotly JSON."""
+    """A myst-nb mime render plugin (the ``MimeRenderPlugin`` protocol): plotly JSON -> the figure's HTML."""
 
-    mime_priority_overrides = ()
+    mime_priority_overrides = ()  # _config.yml's nb_mime_priority_overrides rank PLOTLY_JSON first
 
     @staticmethod
     def handle_mime(renderer, data, inline):
-        if data.mime_type == PLOTLY_JSON:
-            return []  # drawn by the text/html part of the same output
-        return None
+        if data.mime_type != PLOTLY_JSON or inline:
+            return None
+        from docutils import nodes
+
+        from tinytf.viz.render import book_html
+
+        content = data.content if isinstance(data.content, dict) else json.loads(data.string)
+        # one renderer parses one notebook: it numbers the repeats of a figure on that page
+        seen = renderer.__dict__.setdefault("_tinytf_figure_ids", {})
+        return [nodes.raw(text=book_html(content, seen), format="html", classes=["output", "text_html"])]
 
 
 def register_plotly_plugin() -> None:

@@ -6,12 +6,12 @@ its CPU kernels by instruction set (AVX-512, AVX2, NEON on Apple silicon, ...), 
 rounds the last bits of a float32 result differently, and a heatmap cell may come out as
 ``-0.5122`` instead of ``-0.5121``.
 
-For every output drawn by ``tinytf.viz.show`` (its ``application/vnd.plotly.v1+json`` part and
-the ``text/html`` part that carries the same figure as inline JSON) this plugin splits the figure
+For every output drawn by ``tinytf.viz.show`` (its ``application/vnd.plotly.v1+json`` part: the one
+representation of a figure a notebook stores, which the HTML book draws too) this plugin splits the figure
 into
 
 * a **skeleton**: every key, string, boolean, null, integer, list length, typed-array dtype and
-  shape, the trace list, the frames, titles, labels, the HTML around the JSON, compared
+  shape, the trace list, the frames, titles, labels, compared
   **exactly** (after nbval's sanitize patterns), and
 * its **floats**, compared with a stated tolerance (:func:`close`): relative ``RTOL`` of the
   larger of the two values, plus an absolute floor of ``ATOL_OF_ARRAY`` times the largest
@@ -49,8 +49,6 @@ ATOL_OF_ARRAY = 1e-4  # absolute floor, as a fraction of the largest |value| of 
 ATOL_SCALAR = 1e-6  # absolute floor for a number that is not part of an array (layout ranges, ...)
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
-HTML_MIME = "text/html"
-FIG_JSON = re.compile(r"(  var fig = )(\{.*?\})(;\n  fig\.config = )", re.S)
 
 
 # ----------------------------------------------------------------------------- splitting a figure
@@ -94,40 +92,17 @@ def split(obj, numbers: Numbers, path: str = ""):
     return obj  # str, int, bool, None: exact
 
 
-def _parse_html_figure(html: str):
-    """(html with the figure JSON replaced by a marker, the figure dict) or None for other HTML."""
-    if "tinytf-figure" not in html:
-        return None
-    m = FIG_JSON.search(html)
-    if not m:
-        return None
-    fig = json.loads(m.group(2).replace("<\\/", "</"))
-    return html[: m.start(2)] + "FIGURE" + html[m.end(2):], fig
-
-
 def split_output(output: dict):
-    """A copy of one notebook output whose figures are skeletons, and the floats taken out
+    """A copy of one notebook output whose figure is a skeleton, and the floats taken out
     ({mime: Numbers}); outputs without a figure come back unchanged with no numbers."""
     data = output.get("data") if isinstance(output, dict) else None
-    if not data or (PLOTLY_MIME not in data and "tinytf-figure" not in str(data.get(HTML_MIME, ""))):
+    if not data or PLOTLY_MIME not in data:
         return output, {}
     out = copy.copy(output)
     out["data"] = dict(data)
-    taken = {}
-    if PLOTLY_MIME in data:
-        nums = Numbers()
-        out["data"][PLOTLY_MIME] = json.dumps(split(data[PLOTLY_MIME], nums), sort_keys=True)
-        taken[PLOTLY_MIME] = nums
-    html = data.get(HTML_MIME)
-    if isinstance(html, list):
-        html = "".join(html)
-    parsed = _parse_html_figure(html) if isinstance(html, str) else None
-    if parsed:
-        page, fig = parsed
-        nums = Numbers()
-        out["data"][HTML_MIME] = page.replace("FIGURE", json.dumps(split(fig, nums), sort_keys=True))
-        taken[HTML_MIME] = nums
-    return out, taken
+    nums = Numbers()
+    out["data"][PLOTLY_MIME] = json.dumps(split(data[PLOTLY_MIME], nums), sort_keys=True)
+    return out, {PLOTLY_MIME: nums}
 
 
 # ----------------------------------------------------------------------------- comparing numbers
@@ -278,7 +253,7 @@ def split_measured_output(output: dict) -> tuple[dict, list[tuple[str, list[Prin
     if data:
         out["data"] = dict(data)
         for mime in TEXT_MIMES:
-            if mime in data and not (mime == HTML_MIME and "tinytf-figure" in str(data[mime])):
+            if mime in data:
                 out["data"][mime] = take(mime, data[mime])
     return out, taken
 

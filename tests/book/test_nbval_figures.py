@@ -6,7 +6,6 @@ notebook, so the plugin is proven to be wired into `pytest --nbval`."""
 from __future__ import annotations
 
 import copy
-import json
 import subprocess
 import sys
 
@@ -36,17 +35,6 @@ def problems(ref: list, new: list) -> tuple[bool, list]:
     return ref_sk == new_sk, issues
 
 
-def html_figure(out) -> dict:
-    return nf._parse_html_figure("".join(out["data"]["text/html"]))[1]
-
-
-def set_html_figure(out, fig: dict):
-    html = "".join(out["data"]["text/html"])
-    m = nf.FIG_JSON.search(html)
-    text = json.dumps(fig, separators=(",", ":")).replace("</", "<\\/")
-    out["data"]["text/html"] = html[: m.start(2)] + text + html[m.end(2):]
-
-
 def map_floats(obj, f):
     """obj with every float (and every typed-array value) replaced by f(value)."""
     if isinstance(obj, dict):
@@ -64,7 +52,6 @@ def map_floats(obj, f):
 def perturb(out, f):
     new = copy.deepcopy(out)
     new["data"][PLOTLY] = map_floats(new["data"][PLOTLY], f)
-    set_html_figure(new, map_floats(html_figure(new), f))
     return new
 
 
@@ -93,7 +80,7 @@ def test_a_rounding_flip_in_the_fourth_digit_passes():
 
 
 # --------------------------------------------------------------------------- what must fail
-def test_one_value_changed_by_one_percent_fails_in_the_json_and_in_the_html():
+def test_one_value_changed_by_one_percent_fails():
     ref = figure_outputs("02_causal_self_attention.ipynb", heatmap_with_typed_array)
     fig = ref[0]["data"][PLOTLY]
     trace = next(t for t in fig["data"] if isinstance(t.get("z"), dict))
@@ -112,12 +99,6 @@ def test_one_value_changed_by_one_percent_fails_in_the_json_and_in_the_html():
     same_skeleton, issues = problems(ref, [new])
     assert same_skeleton and len(seen) == 1
     assert issues and "1 of" in issues[0] and PLOTLY in issues[0]
-
-    seen.clear()
-    new = copy.deepcopy(ref[0])
-    set_html_figure(new, map_floats(html_figure(new), bump))
-    same_skeleton, issues = problems(ref, [new])
-    assert same_skeleton and issues and "text/html" in issues[0]
 
 
 def test_a_plain_float_changed_by_one_percent_fails():
@@ -140,11 +121,6 @@ def test_a_missing_frame_fails():
     ref = figure_outputs("06_decoder_block.ipynb", lambda f: len(f.get("frames", [])) > 1)
     new = copy.deepcopy(ref[0])
     new["data"][PLOTLY]["frames"].pop()
-    assert problems(ref, [new])[0] is False
-    new = copy.deepcopy(ref[0])
-    fig = html_figure(new)
-    fig["frames"].pop()
-    set_html_figure(new, fig)
     assert problems(ref, [new])[0] is False
 
 

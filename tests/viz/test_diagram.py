@@ -65,5 +65,5 @@ def test_diagrams_are_deterministic_and_offline():
     for make in (diagram.block_diagram, diagram.model_diagram, diagram.encoder_decoder_diagram):
         a, b = make().to_plotly_json(), make().to_plotly_json()
         assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
-        html = mimebundle(make())["text/html"]
+        html = mimebundle(make(), html=True)["text/html"]
         assert "cdn.plot.ly" not in html and "plotly-graph-div" in html

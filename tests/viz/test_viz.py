@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -62,9 +64,9 @@ def test_round_sig_and_nan():
 def test_mimebundle_is_deterministic_offline_and_rounded():
     fig = viz.attention_map(model_for(), "cat")
     render.reset_ids()
-    a = viz.mimebundle(fig)
+    a = viz.mimebundle(fig, html=True)
     render.reset_ids()
-    b = viz.mimebundle(fig)
+    b = viz.mimebundle(fig, html=True)
     assert a == b
     assert set(a) == {"text/html", "application/vnd.plotly.v1+json", "text/plain"}
     html = a["text/html"]
@@ -73,7 +75,7 @@ def test_mimebundle_is_deterministic_offline_and_rounded():
     div_id = re.search(r'<div id="([^"]+)"', html).group(1)
     assert div_id == render.stable_id(viz.figure_json(fig))
     # the same figure shown twice in one kernel gets a distinct, still deterministic id
-    again = viz.mimebundle(fig)["text/html"]
+    again = viz.mimebundle(fig, html=True)["text/html"]
     assert f'id="{div_id}-2"' in again
     spec = a["application/vnd.plotly.v1+json"]
     assert spec["config"]["displaylogo"] is False and spec["config"]["responsive"] is True
@@ -84,23 +86,56 @@ def test_mimebundle_is_deterministic_offline_and_rounded():
     json.dumps(spec, allow_nan=False)
 
 
-def test_show_outputs_the_bundle(monkeypatch):
+def shown_output(monkeypatch, fig) -> dict:
+    """The notebook output ``viz.show(fig)`` writes (as nbformat stores it: keys sorted, JSON round trip)."""
     shown = []
     import IPython.display
 
     monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
     monkeypatch.setattr("IPython.get_ipython", lambda: object())
-    render.reset_ids()
-    fig = viz.residual_view(model_for(), "cat")
     assert viz.show(fig) is None
     (bundle, raw), = shown
-    assert raw is True and bundle["text/html"] == viz.figure_html(fig, div_id=render.stable_id(viz.figure_json(fig)))
+    assert raw is True
+    return json.loads(json.dumps(bundle, sort_keys=True))
 
 
-def test_colab_uses_plotly_cdn_only_there(monkeypatch):
+def test_a_shown_figure_is_stored_once(monkeypatch):
+    """Issue 21 item 7: the notebook output holds the figure once, as plotly JSON (+ its title as text);
+    the book draws that same JSON (render.book_html) and nbval compares it."""
+    monkeypatch.setattr(render, "_html_too", False)
+    fig = viz.residual_view(model_for(), "cat")
+    out = shown_output(monkeypatch, fig)
+    assert set(out) == {"application/vnd.plotly.v1+json", "text/plain"}
+    spec = out["application/vnd.plotly.v1+json"]
+    # the other part is the title alone: nothing else carries the figure's numbers
+    assert out["text/plain"].startswith("<tinytf figure: ") and len(out["text/plain"]) < 300
+    assert {k: v for k, v in spec.items() if k != "config"} == json.loads(viz.figure_json(fig))
+    # the book's HTML for that stored JSON is exactly what the live HTML branch draws for the figure
+    page = render.book_html(spec, {})
+    live = viz.figure_html(fig, div_id=render.stable_id(viz.figure_json(fig)))
+    inline = re.compile(r"var fig = (\{.*?\});\n", re.S)  # the figure JSON inside the script (key order aside)
+    assert inline.sub("", page) == inline.sub("", live)
+    assert json.loads(inline.search(page).group(1)) == json.loads(inline.search(live).group(1))
+    assert "tinytf-figure" in page and "window.tinytfFigures" in page
+    # repeats on one page get numbered ids, the same in every build
+    seen = {}
+    ids = [re.search(r'<div id="([^"]+)"', render.book_html(spec, seen)).group(1) for _ in range(2)]
+    base = render.stable_id(viz.figure_json(fig))
+    assert ids == [base, base + "-2"]
+
+
+def test_colab_and_classic_jupyter_get_html(monkeypatch):
     fig = viz.attention_map(model_for(), "ab")
     assert "cdn.plot.ly" not in viz.figure_html(fig)
     assert "cdn.plot.ly" in viz.figure_html(fig, cdn=True)
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    out = shown_output(monkeypatch, fig)  # Colab: HTML only (its frontend cannot draw plotly JSON)
+    assert set(out) == {"text/html", "text/plain"} and "cdn.plot.ly" in out["text/html"]
+    monkeypatch.delitem(sys.modules, "google.colab")
+    monkeypatch.setattr(render, "_html_too", True)  # what init_notebook() sets for classic Jupyter
+    out = shown_output(monkeypatch, fig)
+    assert set(out) == {"text/html", "application/vnd.plotly.v1+json", "text/plain"}
+    assert "cdn.plot.ly" not in out["text/html"]
 
 
 # --------------------------------------------------------------------------- block stepper

@@ -1,32 +1,36 @@
 """Displaying figures the same way in the static book and in a live notebook.
 
-``show(fig)`` puts one output in the notebook with three parts:
+``show(fig)`` puts one output in the notebook, and it holds the figure **once**:
 
-* ``text/html``: a ``<div>`` plus a small inline script that draws the figure with
-  ``window.Plotly`` (in the HTML book through ``window.tinytfFigures.draw`` from the book's
-  ``tinytf/viz/figure_core.js (served as _static/tinytf-core.js)``, which adds an HTML caption, keyboard controls, a text
-  alternative, the page's light / dark colours and a layout for the reader's screen width). It never loads anything from another host. The book page loads its
-  local ``_static/plotly.min.js`` (the infra's job); the script waits up to 10 s for it
-  (the page may load it after the outputs) and otherwise replaces the div by a short note.
-  In classic Jupyter (notebook < 7) run ``tinytf.viz.init_notebook()`` once: it puts the
-  plotly.js of the installed ``plotly`` package into the page (``window._Plotly``, which
-  the loader also accepts).
-* ``application/vnd.plotly.v1+json``: the figure itself, which JupyterLab, Notebook 7 and
-  VS Code draw natively (they prefer it to the HTML).
+* ``application/vnd.plotly.v1+json``: the figure itself (numbers rounded, big float arrays as typed arrays, see
+  below), which JupyterLab, Notebook 7 and VS Code draw natively;
 * ``text/plain``: the figure's title.
 
-The HTML is deterministic and light: float arrays of ``TYPED_ARRAY_MIN`` values or more (the
-heatmaps) travel as float32 typed arrays (base64, ~5.3 characters per number, exactly the
-trace's float32 values, and fast to encode: a live update must stay under 50 ms); every other
-float is rounded to ``SIGNIFICANT_DIGITS`` significant digits (NaN / inf become ``null``,
-which plotly draws as a gap). The div id is a hash of the figure without its floats (plus ``-2``, ``-3`` ... if
-the same figure is shown again in one kernel), so re-running a notebook gives byte-identical
-outputs (nbval compares them).
+That is what a chapter notebook stores, what nbval compares (``tests/nbval_figures.py``) and what the HTML book
+draws: at build time the book's Sphinx extension (``scripts/book_offline.py``, a myst-nb mime render plugin)
+turns the plotly JSON into :func:`book_html`'s HTML, the same code as the live HTML below: a ``<div>`` plus a small
+inline script that draws the figure with ``window.Plotly`` through ``window.tinytfFigures.draw`` from the book's
+``tinytf/viz/figure_core.js`` (served as ``_static/tinytf-core.js``), which adds an HTML caption, keyboard
+controls, a text alternative, the page's light / dark colours and a layout for the reader's screen width. It
+never loads anything from another host. The page loads its local ``_static/plotly.min.js``; the script waits up
+to 10 s for it (the page may load it after the outputs) and otherwise replaces the div by a short note. The div
+id is a hash of the figure without its floats (plus ``-2``, ``-3`` ... for the same figure again on one page):
+the same on every machine and in every build.
 
-In Google Colab (detected by ``google.colab`` being imported) neither the page nor the
-frontend has plotly.js, so ``show`` uses plotly's own Colab approach there: the HTML loads
-plotly.js from the plotly CDN. That branch only runs in a live Colab session; it never
-reaches the book or the committed notebook outputs.
+Two live frontends cannot draw plotly JSON; there ``show`` sends the HTML instead (it never reaches the book or
+the committed notebooks):
+
+* Google Colab (detected by ``google.colab`` being imported): ``text/html`` (+ ``text/plain``) only, in plotly's
+  own Colab approach: neither the page nor the frontend has plotly.js, so the HTML loads it from the plotly CDN.
+* Classic Jupyter (notebook < 7): run ``tinytf.viz.init_notebook()`` once. It puts the plotly.js of the
+  installed ``plotly`` package into the page (``window._Plotly``, which the loader also accepts) and makes the
+  following ``show`` calls of that kernel add the ``text/html`` part next to the JSON.
+
+The JSON is deterministic and light: float arrays of ``TYPED_ARRAY_MIN`` values or more (the heatmaps) travel as
+float32 typed arrays (base64, ~5.3 characters per number, exactly the trace's float32 values, and fast to
+encode: a live update must stay under 50 ms); every other float is rounded to ``SIGNIFICANT_DIGITS`` significant
+digits (NaN / inf become ``null``, which plotly draws as a gap). So re-running a notebook gives the same outputs
+up to the last bits another CPU rounds differently (nbval compares them within a stated tolerance).
 """
 from __future__ import annotations
 
@@ -41,7 +45,9 @@ import numpy as np
 SIGNIFICANT_DIGITS = 4
 TYPED_ARRAY_MIN = 16  # float arrays at least this big travel as float32 base64 (exact, 5.3 chars/number)
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _shown_ids: dict = {}
+_html_too = False  # set by init_notebook(): classic Jupyter cannot draw PLOTLY_MIME
 
 
 def round_sig(x: float, digits: int = SIGNIFICANT_DIGITS):
@@ -208,23 +214,36 @@ def _html_for(spec: dict, spec_json: str, div_id: str, cdn: bool) -> str:
     )
 
 
-def mimebundle(fig, digits: int = SIGNIFICANT_DIGITS, cdn: bool = False, div_id: str | None = None) -> dict:
-    """The output ``show`` displays: text/html + application/vnd.plotly.v1+json + text/plain."""
+def numbered_id(spec: dict, seen: dict) -> str:
+    """The div id of a figure: ``stable_id(spec)``, then ``-2``, ``-3`` ... when the same figure comes again among
+    those counted in ``seen`` (a dict this updates: a kernel's shown figures, or one book page's)."""
+    base = stable_id(spec)
+    n = seen.get(base, 0) + 1
+    seen[base] = n
+    return base if n == 1 else f"{base}-{n}"
+
+
+def book_html(plotly_json: dict, seen: dict) -> str:
+    """The HTML the book draws for an output's ``application/vnd.plotly.v1+json`` part (the figure with its
+    ``config``, as stored in the notebook); ``seen`` numbers the repeats of one page (see :func:`numbered_id`).
+    Called by the book's myst-nb mime render plugin (``scripts/book_offline.py``)."""
+    spec = {k: v for k, v in plotly_json.items() if k != "config"}
+    return _html_for(spec, _dumps(spec), numbered_id(spec, seen), cdn=False)
+
+
+def mimebundle(fig, digits: int = SIGNIFICANT_DIGITS, cdn: bool = False, div_id: str | None = None,
+               html: bool | None = None) -> dict:
+    """The output ``show`` displays. In a notebook: application/vnd.plotly.v1+json + text/plain (the figure once);
+    with ``cdn=True`` (Colab): text/html loading plotly.js from the CDN + text/plain; ``html=True`` (default: after
+    ``init_notebook()``) adds the offline text/html to the JSON."""
     spec = figure_dict(fig, digits)
-    spec_json = _dumps(spec)
-    if div_id is None:
-        base = stable_id(spec)
-        n = _shown_ids.get(base, 0) + 1
-        _shown_ids[base] = n
-        div_id = base if n == 1 else f"{base}-{n}"
     title = spec["layout"].get("title", {})
     title = title.get("text", "") if isinstance(title, dict) else str(title)
-    plain = "<tinytf figure" + (f": {_strip_tags(title)}" if title else "") + ">"
-    return {
-        "text/html": _html_for(spec, spec_json, div_id, cdn),
-        "application/vnd.plotly.v1+json": dict(spec, config=dict(PLOTLY_CONFIG)),
-        "text/plain": plain,
-    }
+    bundle = {} if cdn else {PLOTLY_MIME: dict(spec, config=dict(PLOTLY_CONFIG))}
+    if cdn or (_html_too if html is None else html):
+        bundle["text/html"] = _html_for(spec, _dumps(spec), div_id or numbered_id(spec, _shown_ids), cdn)
+    bundle["text/plain"] = "<tinytf figure" + (f": {_strip_tags(title)}" if title else "") + ">"
+    return bundle
 
 
 def _strip_tags(s: str) -> str:
@@ -257,10 +276,13 @@ def show(fig, digits: int = SIGNIFICANT_DIGITS) -> None:
 def init_notebook() -> None:
     """Classic Jupyter (notebook < 7) only: put the installed plotly package's own plotly.js
     into the page (nothing is downloaded; ~4.8 MB in that cell's output), defining
-    window.Plotly for the figures shown by ``show``. Not needed anywhere else."""
+    window.Plotly, and make ``show`` add the ``text/html`` part classic Jupyter draws (it cannot
+    draw plotly JSON). Not needed anywhere else."""
     from IPython.display import HTML, display
     from plotly.offline import get_plotlyjs
 
+    global _html_too
+    _html_too = True
     display(HTML(f"<script type=\"text/javascript\">{get_plotlyjs()}</script>"))
 
 
