@@ -189,7 +189,7 @@ def expert_load(model, ids) -> dict:
         if name in trace:
             out[i] = np.bincount(trace[name].ids.reshape(-1).numpy(), minlength=E)
     if not out:
-        raise TinyTFInputError("expert_load: the model has no mixture-of-experts layer (n_experts = 0)")
+        raise TinyTFInputError("expert_load: the model has no mixture-of-experts layer (all are moe.n_dense_layers)")
     return out
 
 
