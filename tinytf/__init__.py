@@ -15,7 +15,7 @@ Everything a chapter uses is importable from ``tinytf`` itself (``tinytf.TinyCon
 import sys as _sys
 
 # --- the model core --------------------------------------------------------------------------------------
-from .config import TinyConfig, RopeScaling, config_2017, config_2026
+from .config import TinyConfig, RopeScaling, SlidingWindow, MoEOptions, MLAOptions, config_2017, config_2026
 from .errors import TinyTFInputError
 from .seeding import seed_everything
 from .tokens import encode, decode, token_labels

@@ -186,7 +186,7 @@ class Attention(nn.Module):
         self.rotary = NoRotary() if cross else make_rotary(cfg, layer)
         self.mask_fn = causal_mask  # swapped only by tinytf.causality.broken_mask, to show a bug being caught
         self.scale = cfg.attn_scale  # None: 1 / sqrt(d_head)
-        self.window = cfg.sliding_window if cfg.layer_type(layer) == "local" and not cross else None
+        self.window = cfg.sliding_window.size if cfg.layer_type(layer) == "local" and not cross else None
         if self.window is not None:  # a local layer: each query sees only the last `window` positions
             self.mask_fn = functools.partial(sliding_window_mask, window=self.window)
         self.norm_qk = _no_qk_norm

@@ -26,7 +26,7 @@ from .norms import make_norm
 
 def make_attention(cfg: TinyConfig, layer: int = 0) -> nn.Module:
     """The causal self-attention of decoder layer ``layer``: multi-head latent attention (tinytf.mla) when
-    the config sets mla_kv_rank, else multi-head / grouped-query attention (local or global)."""
+    the config sets mla (MLAOptions), else multi-head / grouped-query attention (local or global)."""
     if cfg.mla:
         return LatentAttention(cfg, layer)
     return Attention(cfg, causal=True, layer=layer)
@@ -34,7 +34,7 @@ def make_attention(cfg: TinyConfig, layer: int = 0) -> nn.Module:
 
 def make_ffn(cfg: TinyConfig, layer: int = 0) -> nn.Module:
     """The FFN of layer ``layer``: a mixture of experts (tinytf.moe) when the config has experts and the layer
-    is past the first n_dense_layers, else a dense FFN of width d_ff (tinytf.ffn)."""
+    is past the first moe.n_dense_layers, else a dense FFN of width d_ff (tinytf.ffn)."""
     return MoE(cfg) if cfg.is_moe_layer(layer) else make_dense_ffn(cfg)
 
 

@@ -61,15 +61,15 @@ class LatentAttention(nn.Module):
         super().__init__()
         H, C = cfg.n_heads, cfg.d_model
         self.n_heads, self.d_head, self.d_rope, self.d_v = H, cfg.d_head, cfg.rope_dim, cfg.v_head
-        self.d_nope, self.kv_rank = self.d_head - self.d_rope, cfg.mla_kv_rank
+        self.d_nope, self.kv_rank = self.d_head - self.d_rope, cfg.mla.kv_rank
         self.causal, self.cross, self.dropout, self.scale = True, False, cfg.dropout, cfg.attn_scale
-        if cfg.mla_q_rank is None:
+        if cfg.mla.q_rank is None:
             self.q_proj = nn.Linear(C, H * self.d_head, bias=False)
             self.query = self._full_query
         else:
-            self.q_down = nn.Linear(C, cfg.mla_q_rank, bias=False)
-            self.q_norm = RMSNorm(cfg.mla_q_rank, 1e-6)  # Hugging Face's DeepseekV3RMSNorm default eps
-            self.q_up = nn.Linear(cfg.mla_q_rank, H * self.d_head, bias=False)
+            self.q_down = nn.Linear(C, cfg.mla.q_rank, bias=False)
+            self.q_norm = RMSNorm(cfg.mla.q_rank, 1e-6)  # Hugging Face's DeepseekV3RMSNorm default eps
+            self.q_up = nn.Linear(cfg.mla.q_rank, H * self.d_head, bias=False)
             self.query = self._low_rank_query
         self.kv_down = nn.Linear(C, self.kv_rank + self.d_rope, bias=False)
         self.kv_norm = RMSNorm(self.kv_rank, 1e-6)

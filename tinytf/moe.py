@@ -47,8 +47,8 @@ class SoftmaxRouter(nn.Module):
 
     def __init__(self, cfg: TinyConfig, renorm: bool):
         super().__init__()
-        self.k, self.renorm = cfg.experts_per_token, renorm
-        self.weight = nn.Parameter(torch.empty(cfg.n_experts, cfg.d_model))
+        self.k, self.renorm = cfg.moe.experts_per_token, renorm
+        self.weight = nn.Parameter(torch.empty(cfg.moe.n_experts, cfg.d_model))
 
     def forward(self, logits):  # logits: [N, E] -> ids [N, k], weights [N, k]
         probs = torch.softmax(logits.float(), dim=-1)
@@ -64,10 +64,11 @@ class SigmoidRouter(nn.Module):
 
     def __init__(self, cfg: TinyConfig, renorm: bool):
         super().__init__()
-        self.k, self.renorm, self.scale = cfg.experts_per_token, renorm, cfg.router_scale
-        self.groups, self.topk_groups, self.n_experts = cfg.router_groups, cfg.router_topk_groups, cfg.n_experts
-        self.weight = nn.Parameter(torch.empty(cfg.n_experts, cfg.d_model))
-        self.register_buffer("bias", torch.zeros(cfg.n_experts))  # e_score_correction_bias: used for choosing only
+        moe = cfg.moe
+        self.k, self.renorm, self.scale = moe.experts_per_token, renorm, moe.router_scale
+        self.groups, self.topk_groups, self.n_experts = moe.router_groups, moe.router_topk_groups, moe.n_experts
+        self.weight = nn.Parameter(torch.empty(moe.n_experts, cfg.d_model))
+        self.register_buffer("bias", torch.zeros(moe.n_experts))  # e_score_correction_bias: used for choosing only
 
     def forward(self, logits):  # logits: [N, E]
         scores = logits.float().sigmoid()
@@ -86,7 +87,7 @@ class SigmoidRouter(nn.Module):
 
 
 def make_router(cfg: TinyConfig) -> nn.Module:
-    kind, _, renorm = cfg.router.partition("_")
+    kind, _, renorm = cfg.moe.router.partition("_")
     return (SoftmaxRouter if kind == "softmax" else SigmoidRouter)(cfg, renorm == "renorm")
 
 
@@ -99,7 +100,7 @@ class Experts(nn.Module):
 
     def __init__(self, cfg: TinyConfig):
         super().__init__()
-        E, C, F_ = cfg.n_experts, cfg.d_model, cfg.expert_width
+        E, C, F_ = cfg.moe.n_experts, cfg.d_model, cfg.expert_width
         self.gate = nn.Parameter(torch.empty(E, F_, C))
         self.up = nn.Parameter(torch.empty(E, F_, C))
         self.down = nn.Parameter(torch.empty(E, C, F_))
@@ -122,8 +123,8 @@ class MoE(nn.Module):
         super().__init__()
         self.router = make_router(cfg)
         self.experts = Experts(cfg)
-        self.shared = (GATED[cfg.ffn](cfg.d_model, cfg.n_shared_experts * cfg.expert_width, bias=False)
-                       if cfg.n_shared_experts else None)
+        self.shared = (GATED[cfg.ffn](cfg.d_model, cfg.moe.n_shared_experts * cfg.expert_width, bias=False)
+                       if cfg.moe.n_shared_experts else None)
         self.combine = _routed_only if self.shared is None else self._plus_shared  # chosen here, not in forward
         self.hook_router_logits, self.hook_router_topk, self.hook_routed, self.hook_out = Hook(), Hook(), Hook(), Hook()
         for p in (self.router.weight, self.experts.gate, self.experts.up, self.experts.down):

@@ -243,13 +243,13 @@ def make_additive_positions(cfg: TinyConfig) -> nn.Module:
 
 
 def make_rotary(cfg: TinyConfig, layer: int = 0) -> nn.Module:
-    """The rotary module of layer ``layer``. A local (sliding-window) layer uses rope_theta_local when the
-    config has one (Gemma 3: 10k, against 1M for the global layers), without scaling; every other layer uses
-    rope_theta and rope_scaling. The plain RoPE class serves every config without the frontier options."""
+    """The rotary module of layer ``layer``. A local (sliding-window) layer uses sliding_window.rope_theta_local
+    when the config has one (Gemma 3: 10k, against 1M for the global layers), without scaling; every other layer
+    uses rope_theta and rope_scaling. The plain RoPE class serves every config without the frontier options."""
     if cfg.pos != "rope":
         return NoRotary()
-    local = cfg.layer_type(layer) == "local" and cfg.rope_theta_local is not None
-    theta, scaling = (cfg.rope_theta_local, None) if local else (cfg.rope_theta, cfg.rope_scaling)
+    local = cfg.layer_type(layer) == "local" and cfg.sliding_window.rope_theta_local is not None
+    theta, scaling = (cfg.sliding_window.rope_theta_local, None) if local else (cfg.rope_theta, cfg.rope_scaling)
     if scaling is None and cfg.rope_pairing == "half" and cfg.rope_dim == cfg.d_head:
         return RoPE(cfg.d_head, theta)
     return ScaledRoPE(cfg.rope_dim, theta, scaling, cfg.rope_pairing)

@@ -131,7 +131,7 @@ def _specs():
     return {"stepper": figure_dict(viz.block_stepper(model, "cat")),  # 15 frames, every trace, titles
             "cache": figure_dict(cache_growth(model, tinytf.encode("ab"), max_new_tokens=3)),  # frames on traces [0, 1]
             "window": figure_dict(sliding_window_figure(  # frames with shapes (an array of objects) and titles
-                tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=2, sliding_window=3), T=6))}
+                tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=2, sliding_window=tinytf.SlidingWindow(3)), T=6))}
 
 
 @pytest.mark.parametrize("which", ["stepper", "cache", "window"])

@@ -11,10 +11,10 @@ SMALL = dict(d_model=64, n_heads=4, d_ff=96, n_layers=3)
 CONFIGS = {
     "mha": dict(),
     "gqa": dict(n_kv_heads=2),
-    "sliding every layer": dict(n_kv_heads=2, sliding_window=5),
-    "local, global, local": dict(sliding_window=4, layer_types=("local", "global", "local")),
-    "mla": dict(mla_kv_rank=16, mla_rope_dim=8, head_dim=24, mla_v_dim=16),
-    "mla low-rank q": dict(mla_kv_rank=12, mla_q_rank=20, mla_rope_dim=4, head_dim=20),
+    "sliding every layer": dict(n_kv_heads=2, sliding_window=tinytf.SlidingWindow(size=5)),
+    "local, global, local": dict(sliding_window=tinytf.SlidingWindow(size=4, layer_types=("local", "global", "local"))),
+    "mla": dict(mla=tinytf.MLAOptions(kv_rank=16, rope_dim=8, v_dim=16), head_dim=24),
+    "mla low-rank q": dict(mla=tinytf.MLAOptions(kv_rank=12, q_rank=20, rope_dim=4), head_dim=20),
 }
 
 
@@ -51,7 +51,7 @@ def test_published_models_per_token():
     assert layer_cache_values(ds) == 512 + 64  # latent + shared RoPE key part, against 2 x 128 x 192 for MHA
     assert cache_bytes_per_token(ds, bf16) == 61 * 576 * 2
     gemma = config_from_hf(published_config("Gemma-3-1B"))
-    assert gemma.layer_types.count("global") == 4 and gemma.sliding_window == 512
+    assert gemma.sliding_window.layer_types.count("global") == 4 and gemma.sliding_window.size == 512
     per_layer = 2 * 1 * 256 * 2
     assert cache_bytes_per_token(gemma, bf16) == 26 * per_layer  # short context: every layer grows
     assert cache_bytes_per_token(gemma, bf16, seq_len=32768) == 4 * per_layer  # later: only the global layers
@@ -62,4 +62,4 @@ def test_published_models_per_token():
 
 def test_cache_memory_refuses_configs_its_formula_does_not_describe():
     with pytest.raises(tinytf.TinyTFInputError, match="kv_cache_bytes"):
-        tinytf.cache_memory.cache_memory(tinytf.TinyConfig(sliding_window=8), 10)
+        tinytf.cache_memory.cache_memory(tinytf.TinyConfig(sliding_window=tinytf.SlidingWindow(size=8)), 10)

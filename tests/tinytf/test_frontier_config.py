@@ -12,17 +12,17 @@ import torch
 
 import tinytf
 from tinytf import TinyConfig
-from tinytf.config import RopeScaling
+from tinytf.config import MLAOptions, MoEOptions, RopeScaling, SlidingWindow
 
-CORE_REPR = ("TinyConfig(vocab_size=256, d_model=128, n_layers=2, n_heads=4, n_kv_heads=None, d_ff=512, norm='rms', "
-             "norm_position='pre', ffn='swiglu', pos='rope', max_seq_len=512, bias=False, qkv_bias=False, "
-             "tie_embeddings=False, residual=True, dropout=0.0, eps=1e-05, rope_theta=10000.0, n_encoder_layers=None)")
+CORE_REPR = ("TinyConfig(vocab_size=256, d_model=128, pos='rope', max_seq_len=512, rope_theta=10000.0, n_heads=4, "
+             "n_kv_heads=None, norm='rms', eps=1e-05, d_ff=512, ffn='swiglu', bias=False, norm_position='pre', "
+             "residual=True, dropout=0.0, n_layers=2, tie_embeddings=False, n_encoder_layers=None)")
 
 
 def test_defaults_change_nothing():
     assert repr(TinyConfig()) == CORE_REPR
     assert tinytf.count_parameters(TinyConfig()) == 590_464
-    assert TinyConfig().diff(TinyConfig(n_experts=0, qk_norm="none")) == {}
+    assert TinyConfig().diff(TinyConfig(moe=None, qk_norm="none")) == {}
     cfg = TinyConfig(qk_norm="head")
     assert repr(cfg) == CORE_REPR[:-1] + ", qk_norm='head')"  # only non-default new fields are shown
     assert TinyConfig().diff(cfg) == {"qk_norm": ("none", "head")}
@@ -33,30 +33,33 @@ def test_old_checkpoint_configs_still_load():
 
     for path in sorted(CHECKPOINT_DIR.glob("*-2l.json")):  # configs written before the frontier fields existed
         data = json.loads(path.read_text())
-        cfg = TinyConfig(**data["config"])
-        assert cfg.n_experts == 0 and cfg.mla_kv_rank is None and cfg.qk_norm == "none"
+        cfg = TinyConfig.from_dict(data["config"])
+        assert cfg.moe is None and cfg.mla is None and cfg.sliding_window is None and cfg.qk_norm == "none"
         assert tinytf.TinyTransformer(cfg)(torch.zeros(3, dtype=torch.long)).shape == (3, cfg.vocab_size)
     model = tinytf.pretrained.load("induction-2l")
     assert isinstance(model.config, TinyConfig)
 
 
 def test_asdict_round_trip_through_json():
-    cfg = TinyConfig(sliding_window=4, layer_types=("local", "global"), rope_theta_local=1e4,
-                     rope_scaling=RopeScaling("llama3", 8.0, 1.0, 4.0, 16), n_experts=4, experts_per_token=2)
+    cfg = TinyConfig(sliding_window=SlidingWindow(4, layer_types=("local", "global"), rope_theta_local=1e4),
+                     rope_scaling=RopeScaling("llama3", 8.0, 1.0, 4.0, 16), moe=MoEOptions(4, 2))
     again = TinyConfig(**json.loads(json.dumps(dataclasses.asdict(cfg))))
     assert again == cfg and hash(again) == hash(cfg)
+    assert TinyConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
 
 
+MOE2 = dict(n_experts=4, experts_per_token=2)
 BAD = [
     (dict(qk_norm="yes"), "qk_norm"),
     (dict(rope_pairing="odd"), "rope_pairing"),
-    (dict(router="argmax"), "router"),
+    (dict(moe=dict(MOE2, router="argmax")), "moe.router"),
     (dict(norm_position="middle"), "norm_position"),
-    (dict(sliding_window=0), "sliding_window"),
-    (dict(layer_types=("local",)), "layer_types"),
-    (dict(layer_types=("local", "near"), sliding_window=4), "layer_types"),
-    (dict(layer_types=("local", "global")), "sliding_window"),
-    (dict(rope_theta_local=-1.0), "rope_theta_local"),
+    (dict(sliding_window=dict(size=0)), "sliding_window.size"),
+    (dict(sliding_window=4), "sliding_window"),
+    (dict(sliding_window=dict(size=4, layer_types=("local",))), "sliding_window.layer_types"),
+    (dict(sliding_window=dict(size=4, layer_types=("local", "near"))), "sliding_window.layer_types"),
+    (dict(sliding_window=dict(size=4, rope_theta_local=-1.0)), "sliding_window.rope_theta_local"),
+    (dict(sliding_window=dict(layer_types=("local", "global"))), "sliding_window"),
     (dict(rope_scaling=dict(kind="dynamic", factor=4.0)), "rope_scaling"),
     (dict(rope_scaling=dict(kind="linear", factor=0)), "rope_scaling.factor"),
     (dict(rope_scaling="llama3"), "rope_scaling"),
@@ -64,22 +67,24 @@ BAD = [
     (dict(attn_scale=0.0), "attn_scale"),
     (dict(logit_softcap=-3.0), "logit_softcap"),
     (dict(head_dim=0), "head_dim"),
-    (dict(n_experts=-1), "n_experts"),
-    (dict(n_experts=4, experts_per_token=5), "experts_per_token"),
-    (dict(n_experts=4, experts_per_token=0), "experts_per_token"),
-    (dict(experts_per_token=2), "experts_per_token"),
-    (dict(n_shared_experts=1), "n_shared_experts"),
-    (dict(n_experts=4, experts_per_token=2, n_dense_layers=3), "n_dense_layers"),
-    (dict(n_experts=6, experts_per_token=2, router_groups=4), "router_groups"),
-    (dict(n_experts=8, experts_per_token=2, router_groups=2, router_topk_groups=3), "router_topk_groups"),
-    (dict(n_experts=4, experts_per_token=2, ffn="relu"), "ffn"),
-    (dict(n_experts=4, experts_per_token=2, router_scale=0), "router_scale"),
-    (dict(n_experts=4, experts_per_token=2, d_expert=0), "d_expert"),
-    (dict(mla_q_rank=8), "mla_q_rank"),
-    (dict(mla_rope_dim=8), "mla_rope_dim"),
-    (dict(mla_kv_rank=16), "mla_rope_dim"),
-    (dict(mla_kv_rank=16, mla_rope_dim=8, n_kv_heads=2), "n_kv_heads"),
-    (dict(mla_kv_rank=16, mla_rope_dim=8, sliding_window=4), "sliding_window"),
+    (dict(moe=dict(n_experts=-1, experts_per_token=1)), "moe.n_experts"),
+    (dict(moe=dict(n_experts=4, experts_per_token=5)), "moe.experts_per_token"),
+    (dict(moe=dict(n_experts=4, experts_per_token=0)), "moe.experts_per_token"),
+    (dict(moe=dict(n_experts=4)), "moe"),
+    (dict(moe=dict(MOE2, n_shared_experts=-1)), "moe.n_shared_experts"),
+    (dict(moe=dict(MOE2, n_dense_layers=3)), "moe.n_dense_layers"),
+    (dict(moe=dict(n_experts=6, experts_per_token=2, router_groups=4)), "moe.router_groups"),
+    (dict(moe=dict(n_experts=8, experts_per_token=2, router_groups=2, router_topk_groups=3)), "moe.router_topk_groups"),
+    (dict(moe=MOE2, ffn="relu"), "ffn"),
+    (dict(moe=dict(MOE2, router_scale=0)), "moe.router_scale"),
+    (dict(moe=dict(MOE2, d_expert=0)), "moe.d_expert"),
+    (dict(moe=dict(MOE2, n_expert=3)), "moe"),
+    (dict(moe=3), "moe"),
+    (dict(mla=dict(kv_rank=16, q_rank=0, rope_dim=8)), "mla.q_rank"),
+    (dict(mla=dict(kv_rank=0, rope_dim=8)), "mla.kv_rank"),
+    (dict(mla=dict(kv_rank=16)), "mla.rope_dim"),
+    (dict(mla=dict(kv_rank=16, rope_dim=8), n_kv_heads=2), "n_kv_heads"),
+    (dict(mla=dict(kv_rank=16, rope_dim=8), sliding_window=dict(size=4)), "sliding_window"),
     (dict(norm_position="sandwich", residual=False), "residual"),
 ]
 
@@ -102,8 +107,9 @@ def test_head_dim_decouples_heads_from_d_model():
 OPTIONS = {
     "qk-norm head": dict(qk_norm="head"),
     "qk-norm proj": dict(qk_norm="proj", n_kv_heads=2),
-    "sliding all": dict(sliding_window=3),
-    "local/global": dict(sliding_window=3, layer_types=("local", "global"), rope_theta_local=100.0),
+    "sliding all": dict(sliding_window=SlidingWindow(size=3)),
+    "local/global": dict(sliding_window=SlidingWindow(size=3, layer_types=("local", "global"),
+                                                      rope_theta_local=100.0)),
     "llama3 rope": dict(rope_scaling=RopeScaling("llama3", 8.0, 1.0, 4.0, 16)),
     "linear rope": dict(rope_scaling=RopeScaling("linear", 2.0)),
     "interleaved rope": dict(rope_pairing="interleaved"),
@@ -111,11 +117,12 @@ OPTIONS = {
                            attn_scale=0.1, logit_softcap=30.0),
     "post-sublayer": dict(norm_position="post_sublayer"),
     "gpt-2 mlp": dict(ffn="gelu_tanh", norm="layer", bias=True, pos="learned"),
-    "moe": dict(n_experts=4, experts_per_token=2, d_expert=64),
-    "moe shared dense": dict(n_experts=4, experts_per_token=2, n_shared_experts=1, n_dense_layers=1, d_expert=64,
-                             router="sigmoid_renorm", router_groups=2, router_topk_groups=1, router_scale=2.5),
-    "mla": dict(mla_kv_rank=16, mla_q_rank=24, mla_rope_dim=8, mla_v_dim=16, head_dim=24),
-    "mla full q, half rope": dict(mla_kv_rank=16, mla_rope_dim=8, head_dim=24),
+    "moe": dict(moe=MoEOptions(n_experts=4, experts_per_token=2, d_expert=64)),
+    "moe shared dense": dict(moe=MoEOptions(n_experts=4, experts_per_token=2, n_shared_experts=1, n_dense_layers=1,
+                                            d_expert=64, router="sigmoid_renorm", router_groups=2,
+                                            router_topk_groups=1, router_scale=2.5)),
+    "mla": dict(mla=MLAOptions(kv_rank=16, q_rank=24, rope_dim=8, v_dim=16), head_dim=24),
+    "mla full q, half rope": dict(mla=MLAOptions(kv_rank=16, rope_dim=8), head_dim=24),
 }
 
 
@@ -168,8 +175,9 @@ def test_interleaved_rope_is_half_rope_on_permuted_dimensions():
 
 
 def test_gemma_local_and_global_layers_get_their_own_rope_base():
-    cfg = TinyConfig(d_model=32, n_heads=2, sliding_window=4, layer_types=("local", "global"),
-                     rope_theta=1e6, rope_theta_local=1e4, rope_scaling=RopeScaling("linear", 8.0))
+    cfg = TinyConfig(d_model=32, n_heads=2,
+                     sliding_window=SlidingWindow(size=4, layer_types=("local", "global"), rope_theta_local=1e4),
+                     rope_theta=1e6, rope_scaling=RopeScaling("linear", 8.0))
     model = tinytf.TinyTransformer(cfg)
     local, glob = model.blocks[0].attn.rotary, model.blocks[1].attn.rotary
     assert local.theta == 1e4 and getattr(local, "scaling", None) is None

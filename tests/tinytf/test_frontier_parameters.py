@@ -35,11 +35,11 @@ def test_counts_take_a_tinyconfig_and_keep_the_old_signatures():
 
 def test_moe_active_parameters_by_hand():
     cfg = tinytf.config_from_hf(published_config("Qwen3-30B-A3B"))
-    expert = 3 * cfg.d_model * cfg.d_expert
+    expert = 3 * cfg.d_model * cfg.moe.d_expert
     total, active = tinytf.count_parameters(cfg), tinytf.active_parameters(cfg)
-    assert total - active == cfg.n_layers * (cfg.n_experts - cfg.experts_per_token) * expert
+    assert total - active == cfg.n_layers * (cfg.moe.n_experts - cfg.moe.experts_per_token) * expert
     ds = tinytf.config_from_hf(published_config("DeepSeek-V3"), ignore=("rope_scaling", "quantization_config"))
-    assert ds.n_dense_layers == 3 and ds.n_shared_experts == 1 and ds.mla_kv_rank == 512
+    assert ds.moe.n_dense_layers == 3 and ds.moe.n_shared_experts == 1 and ds.mla.kv_rank == 512
     assert 36e9 < tinytf.active_parameters(ds) < 38e9  # "37B activated"
     assert 670e9 < tinytf.count_parameters(ds) < 672e9  # "671B total" (without the MTP module)
 
@@ -56,8 +56,8 @@ def test_counts_equal_transformers_on_meta(name):
 
 
 def test_parameter_table_of_a_model_with_dense_and_moe_layers():
-    cfg = tinytf.TinyConfig(d_model=32, n_heads=4, n_layers=3, d_ff=64, n_experts=4, experts_per_token=2,
-                            d_expert=16, n_dense_layers=1)
+    cfg = tinytf.TinyConfig(d_model=32, n_heads=4, n_layers=3, d_ff=64,
+                            moe=tinytf.MoEOptions(n_experts=4, experts_per_token=2, d_expert=16, n_dense_layers=1))
     model = tinytf.TinyTransformer(cfg)
     rows = {r.label: r.count for r in tinytf.parameter_table(model)}
     assert rows["total"] == model.num_parameters() == tinytf.count_parameters(cfg)

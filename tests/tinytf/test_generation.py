@@ -305,7 +305,8 @@ def test_the_window_matters_and_tables_that_end_refuse_instead():
 
 
 def test_on_step_reports_what_the_cache_holds():
-    model = model_for(TinyConfig(n_layers=2, sliding_window=3, layer_types=("local", "global")))
+    model = model_for(TinyConfig(n_layers=2,
+                                 sliding_window=tinytf.SlidingWindow(size=3, layer_types=("local", "global"))))
     steps = []
     out = generate(model, prompt(T=4), 4, on_step=steps.append)
     assert [s.step for s in steps] == [0, 1, 2, 3]

@@ -10,9 +10,9 @@ from tinytf.viz.cache import cache_growth, cache_snapshots
 VARIANTS = {
     "full": dict(),
     "grouped": dict(n_heads=4, n_kv_heads=2),
-    "sliding": dict(sliding_window=3),
-    "local/global": dict(sliding_window=3, layer_types=("local", "global")),
-    "mla": dict(n_heads=2, mla_kv_rank=8, mla_rope_dim=4),
+    "sliding": dict(sliding_window=tinytf.SlidingWindow(size=3)),
+    "local/global": dict(sliding_window=tinytf.SlidingWindow(size=3, layer_types=("local", "global"))),
+    "mla": dict(n_heads=2, mla=tinytf.MLAOptions(kv_rank=8, rope_dim=4)),
 }
 
 
@@ -30,7 +30,7 @@ def cached_columns(heat_z):
 
 def test_sliding_window_figure_marks_only_what_the_cache_holds():
     # regression (issue 21, bug 1): the figure marked all 8 positions as cached, the cache holds 2 per layer
-    model = model_for(sliding_window=3)
+    model = model_for(sliding_window=tinytf.SlidingWindow(size=3))
     prompt = tinytf.encode("abcd")
     snaps = cache_snapshots(model, prompt, 4)
     fig = cache_growth(model, prompt, snapshots=snaps)

@@ -10,9 +10,10 @@ from tinytf.lab import frontier as frontier_lab
 from tinytf.viz import frontier as fv
 from tinytf.viz import show
 
-LOCAL_GLOBAL = tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=3, d_ff=64, sliding_window=3,
-                                 layer_types=("local", "local", "global"))
-MOE = tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=2, d_ff=64, n_experts=6, experts_per_token=2, d_expert=16)
+LOCAL_GLOBAL = tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=3, d_ff=64,
+                                 sliding_window=tinytf.SlidingWindow(size=3, layer_types=("local", "local", "global")))
+MOE = tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=2, d_ff=64,
+                        moe=tinytf.MoEOptions(n_experts=6, experts_per_token=2, d_expert=16))
 
 
 def _z(trace_obj):
@@ -33,13 +34,13 @@ def test_window_masks_are_the_trace_masks_and_the_mask_function():
 
 
 def test_gradient_reach_grows_one_window_per_local_layer():
-    cfg = LOCAL_GLOBAL.replace(layer_types=None)  # every layer local, window 3
+    cfg = LOCAL_GLOBAL.replace(sliding_window=LOCAL_GLOBAL.sliding_window.replace(layer_types=None))  # every layer local, window 3
     torch.manual_seed(0)
     reach = frontier_lab.gradient_reach(tinytf.TinyTransformer(cfg).eval(), tinytf.encode("abcdefghijkl"))
     T = 12
     for layer in range(3):
         for q in range(T):
-            lo = max(0, q - (layer + 1) * (cfg.sliding_window - 1))
+            lo = max(0, q - (layer + 1) * (cfg.sliding_window.size - 1))
             assert reach[layer, q].tolist() == [lo <= j <= q for j in range(T)], (layer, q)
 
 
@@ -76,8 +77,9 @@ def test_sliding_window_figure_takes_a_model_and_checks_its_input():
 
 
 def test_cache_context_figure_is_kv_cache_bytes():
-    cfgs = {"gqa": tinytf.TinyConfig(n_kv_heads=2), "local": tinytf.TinyConfig(sliding_window=8),
-            "mla": tinytf.TinyConfig(d_model=64, n_heads=4, d_ff=96, mla_kv_rank=16, mla_rope_dim=8, head_dim=24)}
+    cfgs = {"gqa": tinytf.TinyConfig(n_kv_heads=2), "local": tinytf.TinyConfig(sliding_window=tinytf.SlidingWindow(size=8)),
+            "mla": tinytf.TinyConfig(d_model=64, n_heads=4, d_ff=96, mla=tinytf.MLAOptions(kv_rank=16, rope_dim=8),
+                                     head_dim=24)}
     lengths = [1, 4, 16, 64, 256]
     fig = fv.cache_context_figure(cfgs, lengths, dtype=torch.float32, batch=2)
     assert [t.name for t in fig.data] == list(cfgs)
@@ -107,12 +109,12 @@ def test_router_figure_draws_the_router_trace():
         expected_load = np.bincount(chosen.ids[0, : t + 1].reshape(-1).numpy(), minlength=6)
         assert list(load.y) == expected_load.tolist()
     with pytest.raises(TinyTFInputError):
-        fv.router_figure(tinytf.TinyTransformer(MOE.replace(n_dense_layers=1)), ids, layer=0)
+        fv.router_figure(tinytf.TinyTransformer(MOE.replace(moe=MOE.moe.replace(n_dense_layers=1))), ids, layer=0)
 
 
 def test_expert_load_counts_every_choice():
     torch.manual_seed(0)
-    model = tinytf.TinyTransformer(MOE.replace(n_dense_layers=1)).eval()
+    model = tinytf.TinyTransformer(MOE.replace(moe=MOE.moe.replace(n_dense_layers=1))).eval()
     ids = tinytf.encode("the quick brown fox")
     load = fv.expert_load(model, ids)
     assert list(load) == [1]

@@ -344,9 +344,7 @@ def _sweep_grid(seeds, lrs, warmups, jobs) -> tuple[list, list, list]:
 
 
 def _config_dict(cfg: TinyConfig) -> dict:
-    from dataclasses import asdict
-
-    return asdict(cfg)
+    return cfg.to_dict()
 
 
 def save_results(results: dict, path=None) -> Path:
@@ -379,7 +377,7 @@ def load_results(path=None) -> dict:
 
 def configs_of(results: dict) -> dict:
     """The TinyConfigs stored in a results dict."""
-    return {name: TinyConfig(**c) for name, c in results["configs"].items()}
+    return {name: TinyConfig.from_dict(c) for name, c in results["configs"].items()}
 
 
 # ---------------------------------------------------------------------------------------------- reading results

@@ -10,9 +10,9 @@ and tests/tinytf/test_cache_memory.py check it).
 
 The frontier block changes what one layer keeps (``layer_cache_values``, ``cache_by_layer``):
 
-- a local (sliding-window) layer keeps at most ``sliding_window - 1`` positions, whatever the length;
-- multi-head latent attention (MLA) keeps one latent of ``mla_kv_rank`` values plus the shared RoPE key
-  part of ``mla_rope_dim`` values per position, instead of 2 x n_kv_heads x d_head.
+- a local (sliding-window) layer keeps at most ``sliding_window.size - 1`` positions, whatever the length;
+- multi-head latent attention (MLA) keeps one latent of ``mla.kv_rank`` values plus the shared RoPE key
+  part of ``mla.rope_dim`` values per position, instead of 2 x n_kv_heads x d_head.
 """
 from __future__ import annotations
 
@@ -52,17 +52,17 @@ def kv_cache_bytes(cfg: TinyConfig, seq_len: int, batch: int = 1, dtype=torch.fl
 
 def layer_cache_values(cfg: TinyConfig, layer: int = 0) -> int:
     """Values one position adds to layer ``layer``'s cache: 2 x n_kv_heads x d_head (a key and a value per
-    K/V head), or for MLA mla_kv_rank + mla_rope_dim (the latent and the shared RoPE key part)."""
+    K/V head), or for MLA mla.kv_rank + mla.rope_dim (the latent and the shared RoPE key part)."""
     if cfg.mla:
-        return cfg.mla_kv_rank + cfg.mla_rope_dim
+        return cfg.mla.kv_rank + cfg.mla.rope_dim
     return 2 * cfg.kv_heads * cfg.d_head
 
 
 def layer_cache_positions(cfg: TinyConfig, layer: int, seq_len: int) -> int:
     """Positions layer ``layer`` keeps after ``seq_len`` tokens: all of them, or for a local layer the newest
-    sliding_window - 1 (all the next query can read besides itself)."""
+    sliding_window.size - 1 (all the next query can read besides itself)."""
     if cfg.layer_type(layer) == "local":
-        return min(seq_len, cfg.sliding_window - 1)
+        return min(seq_len, cfg.sliding_window.size - 1)
     return seq_len
 
 
@@ -138,7 +138,7 @@ def cache_memory(cfg: TinyConfig, seq_len: int, batch: int = 1, dtype=torch.floa
     """The formula's factors for ``cfg`` (see ``CacheMemory.formula()``)."""
     if cfg.mla or cfg.sliding_window is not None:
         raise TinyTFInputError("cache_memory: the 2 x layers x K/V heads x d_head formula does not hold for a config "
-                               "with MLA (mla_kv_rank) or local layers (sliding_window); use kv_cache_bytes or "
+                               "with MLA (mla) or local layers (sliding_window); use kv_cache_bytes or "
                                "cache_by_layer")
     _positive("seq_len", seq_len)
     _positive("batch", batch)

@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 
-from ..config import TinyConfig
+from ..config import MoEOptions, TinyConfig
 from ..generation import next_token_probs
 from ..models import EncoderDecoder, TinyTransformer
 from ..norms import RMSNorm
@@ -331,7 +331,7 @@ def _check_sampler(name, fn, tol):
 
 
 def _check_moe_router(name, fn, tol):
-    model = _nudge(_model(n_experts=8, experts_per_token=2, d_expert=32), 0.3)
+    model = _nudge(_model(moe=MoEOptions(n_experts=8, experts_per_token=2, d_expert=32)), 0.3)
     with torch.no_grad():
         _, tr = model.run_with_trace(encode("route each token"), names=["blocks.0.ffn.router_logits",
                                                                         "blocks.0.ffn.router_topk"])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import RopeScaling, TinyConfig
+from ..config import MLAOptions, MoEOptions, RopeScaling, SlidingWindow, TinyConfig
 from ..models import TinyTransformer
 from ..positions import yarn_mscale
 
@@ -158,7 +158,7 @@ def _moe(r: _Reader, n_experts_keys, renorm: bool) -> dict:
     if n is None:
         raise HFConfigError(f"{r.model_type} config: the field {n_experts_keys[0]!r} is missing")
     return dict(n_experts=n, experts_per_token=r.need("num_experts_per_tok"),
-                router="softmax_renorm" if renorm else "softmax")
+                router="softmax_renorm" if renorm else "softmax")  # the entries of MoEOptions
 
 
 def config_from_hf(config, *, ignore=()) -> TinyConfig:
@@ -184,9 +184,9 @@ def config_from_hf(config, *, ignore=()) -> TinyConfig:
             pass  # already refused in _common
         window = r.get("sliding_window") if mt in ("mistral", "mixtral") else None
         if window is not None:
-            out["sliding_window"] = window  # every layer local
+            out["sliding_window"] = SlidingWindow(window)  # every layer local
         if mt == "mixtral":
-            out.update(_moe(r, ("num_local_experts",), renorm=True))
+            out["moe"] = MoEOptions(**_moe(r, ("num_local_experts",), renorm=True))
     elif mt in ("qwen2", "qwen3", "qwen3_moe"):
         _no_qwen_window(r)
         if mt == "qwen2":
@@ -194,8 +194,9 @@ def config_from_hf(config, *, ignore=()) -> TinyConfig:
         else:
             out["qk_norm"] = "head"
         if mt == "qwen3_moe":
-            out.update(_moe(r, ("num_experts", "num_local_experts"), renorm=bool(r.get("norm_topk_prob", False))))
-            out["d_expert"] = r.need("moe_intermediate_size")
+            out["moe"] = MoEOptions(**_moe(r, ("num_experts", "num_local_experts"),
+                                           renorm=bool(r.get("norm_topk_prob", False))),
+                                    d_expert=r.need("moe_intermediate_size"))
             if r.get("decoder_sparse_step", 1) != 1:
                 r.refuse("decoder_sparse_step", "tinytf puts an MoE FFN in every layer past n_dense_layers")
             if r.get("mlp_only_layers", []):
@@ -234,9 +235,10 @@ def _gemma3(r: _Reader, out: dict):
         r.refuse("use_bidirectional_attention", "tinytf's decoder is causal")
     out.update(norm="rms_offset", norm_position="sandwich", ffn="geglu", qk_norm="head", scale_embeddings=True,
                attn_scale=float(r.get("query_pre_attn_scalar", out.get("head_dim") or out["d_model"] // out["n_heads"]))
-               ** -0.5, sliding_window=r.need("sliding_window"),
-               layer_types=tuple("local" if t == "sliding_attention" else "global" for t in types),
-               rope_theta=theta, rope_scaling=scaling, rope_theta_local=local_theta,
+               ** -0.5, sliding_window=SlidingWindow(
+                   r.need("sliding_window"), rope_theta_local=local_theta,
+                   layer_types=tuple("local" if t == "sliding_attention" else "global" for t in types)),
+               rope_theta=theta, rope_scaling=scaling,
                logit_softcap=r.d.get("final_logit_softcapping"), tie_embeddings=bool(r.get("tie_word_embeddings", True)))
     if "head_dim" not in out and r.d.get("head_dim") is not None:
         out["head_dim"] = r.d["head_dim"]
@@ -270,14 +272,15 @@ def _deepseek_v3(r: _Reader) -> TinyConfig:
         tie_embeddings=bool(r.get("tie_word_embeddings", False)), eps=float(r.get("rms_norm_eps", 1e-6)),
         rope_theta=theta, head_dim=nope + rope_dim,
         rope_pairing="interleaved" if r.get("rope_interleave", True) else "half",
-        mla_kv_rank=r.need("kv_lora_rank"), mla_q_rank=r.d.get("q_lora_rank"), mla_rope_dim=rope_dim,
-        mla_v_dim=r.need("v_head_dim"),
-        n_experts=r.need("n_routed_experts"), experts_per_token=r.need("num_experts_per_tok"),
-        n_shared_experts=r.get("n_shared_experts", 0), d_expert=r.need("moe_intermediate_size"),
-        n_dense_layers=r.get("first_k_dense_replace", 0),
-        router="sigmoid_renorm" if r.get("norm_topk_prob", True) else "sigmoid",
-        router_groups=r.get("n_group", 1), router_topk_groups=r.get("topk_group", 1),
-        router_scale=float(r.get("routed_scaling_factor", 1.0)))
+        mla=MLAOptions(kv_rank=r.need("kv_lora_rank"), rope_dim=rope_dim, q_rank=r.d.get("q_lora_rank"),
+                       v_dim=r.need("v_head_dim")),
+        moe=MoEOptions(
+            n_experts=r.need("n_routed_experts"), experts_per_token=r.need("num_experts_per_tok"),
+            d_expert=r.need("moe_intermediate_size"), n_shared_experts=r.get("n_shared_experts", 0),
+            n_dense_layers=r.get("first_k_dense_replace", 0),
+            router="sigmoid_renorm" if r.get("norm_topk_prob", True) else "sigmoid",
+            router_groups=r.get("n_group", 1), router_topk_groups=r.get("topk_group", 1),
+            router_scale=float(r.get("routed_scaling_factor", 1.0))))
 
 
 def _gpt2(r: _Reader) -> TinyConfig:

@@ -29,7 +29,7 @@ def _check(cfg: TinyConfig, n_kv_heads):
     if not isinstance(cfg, TinyConfig):
         raise TinyTFInputError(f"cfg: expected a tinytf.TinyConfig, got {type(cfg).__name__}")
     if cfg.mla:
-        raise TinyTFInputError("kv_sharing: multi-head latent attention (mla_kv_rank) caches a latent, not K/V heads")
+        raise TinyTFInputError("kv_sharing: multi-head latent attention (mla) caches a latent, not K/V heads")
     if n_kv_heads is not None:
         if isinstance(n_kv_heads, bool) or not isinstance(n_kv_heads, int) or n_kv_heads <= 0 \
                 or cfg.n_heads % n_kv_heads:

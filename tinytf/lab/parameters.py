@@ -135,15 +135,15 @@ def count_parameters(cfg: TinyConfig, kind: str = "decoder") -> int:
 
 def active_parameters(cfg: TinyConfig) -> int:
     """Parameters one token goes through: the total minus, in every MoE layer, the routed experts the router
-    did not choose ((n_experts - experts_per_token) experts). Equals count_parameters for a dense model.
+    did not choose ((moe.n_experts - moe.experts_per_token) experts). Equals count_parameters for a dense model.
     (Like the published figures, it counts the whole embedding matrix and LM head.)"""
     cfg = _as_config(cfg)
     model = meta_model(cfg)
     total = sum(p.numel() for p in model.parameters())
     for m in model.modules():
         if isinstance(m, Experts):
-            per_expert = sum(p.numel() for p in m.parameters()) // cfg.n_experts
-            total -= (cfg.n_experts - cfg.experts_per_token) * per_expert
+            per_expert = sum(p.numel() for p in m.parameters()) // cfg.moe.n_experts
+            total -= (cfg.moe.n_experts - cfg.moe.experts_per_token) * per_expert
     return total
 
 

@@ -43,7 +43,7 @@ from typing import Optional
 
 import torch
 
-from ..config import TinyConfig
+from ..config import FLAT_KEYS, TinyConfig
 from ..errors import TinyTFInputError
 from ..models import EncoderDecoder, TinyTransformer
 from . import tasks as T
@@ -150,12 +150,12 @@ def read_info(json_path) -> dict:
 
 
 def config_from_info(data: dict, where="checkpoint") -> TinyConfig:
-    fields = {f.name for f in dataclasses.fields(TinyConfig)}
+    fields = {f.name for f in dataclasses.fields(TinyConfig)} | set(FLAT_KEYS)  # older files: flat keys
     unknown = sorted(set(data["config"]) - fields)
     if unknown:
         raise CheckpointError(f"{where}: config has fields TinyConfig does not know: {', '.join(unknown)}")
     try:
-        return TinyConfig(**data["config"])
+        return TinyConfig.from_dict(data["config"])
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{where}: invalid config ({e})") from None
 
@@ -237,7 +237,7 @@ def save_checkpoint(model, path, info: dict, dtype: Optional[torch.dtype] = None
     tensors = {k: v.detach().to(dtype or v.dtype).contiguous().cpu() for k, v in _expected_state(model).items()}
     save_file(tensors, str(st_path), metadata={"format": FORMAT})  # one key: the header bytes stay identical run to run
     st_path.chmod(0o644)
-    data = {"format": FORMAT, "name": base.name, "kind": kind, "config": dataclasses.asdict(model.config)}
+    data = {"format": FORMAT, "name": base.name, "kind": kind, "config": model.config.to_dict()}
     data.update({k: v for k, v in info.items() if k not in data})
     data["file_bytes"] = st_path.stat().st_size
     json_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

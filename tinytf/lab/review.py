@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ..config import TinyConfig
+from ..config import GROUPS, TinyConfig, as_group, nest_flat
 from ..errors import TinyTFInputError
 from .hf import config_from_hf, published_config
 
@@ -112,7 +112,9 @@ def block_fields(block) -> dict:
         value = block[key]
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise TinyTFInputError(f"{key} must be a positive integer, got {value!r}")
-    out = dict(block)
+    out = nest_flat(block)  # older flat keys (n_experts, mla_kv_rank, ...) into their option groups
+    for name, cls in GROUPS.items():
+        out[name] = as_group(name, cls, out.get(name))
     kv = out.get("n_kv_heads")
     out["n_kv_heads"] = out["n_heads"] if kv is None else kv
     if isinstance(out["n_kv_heads"], bool) or not isinstance(out["n_kv_heads"], int) or out["n_kv_heads"] <= 0 \
@@ -146,7 +148,7 @@ def review(block) -> list:
                         "RoPE makes every attention score depend on the relative distance between query and key, "
                         "in every layer; added vectors enter once at the input (a learned table also ends at its "
                         "last trained position)", "chapter 1"))
-    if b["n_kv_heads"] == b["n_heads"] and b.get("mla_kv_rank") is None:
+    if b["n_kv_heads"] == b["n_heads"] and b.get("mla") is None:
         gaps.append(Gap("key/value heads", f"{b['n_heads']} query heads, {b['n_kv_heads']} K/V heads (multi-head)",
                         "grouped-query attention: fewer K/V heads than query heads",
                         "the KV cache grows with the number of K/V heads; sharing each K/V head among a group of "
@@ -267,14 +269,14 @@ def frontier_review(block) -> list:
             "growing q . k logits can saturate the softmax; Dehghani et al. (2023) and Wortsman et al. (2024) report "
             "training instabilities of this kind that normalising q and k removed; it costs two gain vectors per "
             "layer, and many models train stably without it", FRONTIER_CHAPTER))
-    if b.get("mla_kv_rank") is None and b.get("sliding_window") is None:
+    if b.get("mla") is None and b.get("sliding_window") is None:
         absent.append(FrontierFeature(
             "MLA or sliding window", f"every layer caches {b['n_kv_heads']} K/V heads for every position",
             "a compressed latent (MLA, DeepSeek-V2/V3) or local sliding-window layers (Mistral 7B v0.1, Gemma 2/3)",
             "MLA caches one small latent per position (DeepSeek-V3: 576 values per layer where 128 full K/V heads "
             "would need 32,768) and pays with computation per cached position; local layers cap their cache at the "
             "window and reach farther positions only through other layers", FRONTIER_CHAPTER))
-    if not b.get("n_experts"):
+    if b.get("moe") is None:
         absent.append(FrontierFeature(
             "MoE", "a dense FFN: every token uses every FFN weight",
             "a mixture of experts: a router sends each token to k of E expert FFNs (Mixtral, Qwen3-MoE, DeepSeek-V3)",
@@ -289,15 +291,16 @@ def _frontier_has(b: dict) -> list:
     has = []
     if b.get("qk_norm", "none") != "none":
         has.append(f"QK-norm ({b['qk_norm']})")
-    if b.get("mla_kv_rank") is not None:
-        has.append(f"MLA (latent {b['mla_kv_rank']} + RoPE {b['mla_rope_dim']})")
-    if b.get("sliding_window") is not None:
-        types = b.get("layer_types")
+    mla, window, moe = b.get("mla"), b.get("sliding_window"), b.get("moe")
+    if mla is not None:
+        has.append(f"MLA (latent {mla.kv_rank} + RoPE {mla.rope_dim})")
+    if window is not None:
+        types = window.layer_types
         local = types.count("local") if types else b.get("n_layers", 0)
-        has.append(f"window {b['sliding_window']} on {local}/{b.get('n_layers', '?')} layers")
-    if b.get("n_experts"):
-        has.append(f"MoE {b['experts_per_token']} of {b['n_experts']}"
-                   + (f" + {b['n_shared_experts']} shared" if b.get("n_shared_experts") else ""))
+        has.append(f"window {window.size} on {local}/{b.get('n_layers', '?')} layers")
+    if moe is not None:
+        has.append(f"MoE {moe.experts_per_token} of {moe.n_experts}"
+                   + (f" + {moe.n_shared_experts} shared" if moe.n_shared_experts else ""))
     if b.get("norm_position") in ("sandwich", "post_sublayer"):
         has.append(f"{b['norm_position']} norms")
     return has

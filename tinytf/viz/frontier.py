@@ -95,7 +95,7 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
     L, T = len(masks), len(ids)
     labels = [f"{p}: {t}" for p, t in enumerate(token_labels(ids))]
     kinds = [cfg.layer_type(i) for i in range(L)]
-    titles = [f"layer {i}: {k}" + (f" (window {cfg.sliding_window})" if k == "local" else "")
+    titles = [f"layer {i}: {k}" + (f" (window {cfg.sliding_window.size})" if k == "local" else "")
               for i, k in enumerate(kinds)] + ["reached after each layer"]
     fig = make_subplots(rows=1, cols=L + 1, subplot_titles=titles, horizontal_spacing=0.04,
                         column_widths=[1.0] * L + [1.15])
@@ -177,17 +177,19 @@ def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batc
 
 @torch.no_grad()
 def expert_load(model, ids) -> dict:
-    """{layer: int array [n_experts]}: how many (token, slot) choices each expert received, per MoE layer,
+    """{layer: int array [moe.n_experts]}: how many (token, slot) choices each expert received, per MoE layer,
     counted from the trace's ``blocks.{i}.ffn.router_topk``."""
     _, trace = model.run_with_trace(ids, names=["blocks.*.ffn.router_topk"])
-    E = model.config.n_experts
+    if model.config.moe is None:
+        raise TinyTFInputError("expert_load: the model has no mixture-of-experts layer (its config's moe is None)")
+    E = model.config.moe.n_experts
     out = {}
     for i in range(model.config.n_layers):
         name = f"blocks.{i}.ffn.router_topk"
         if name in trace:
             out[i] = np.bincount(trace[name].ids.reshape(-1).numpy(), minlength=E)
     if not out:
-        raise TinyTFInputError("expert_load: the model has no mixture-of-experts layer (n_experts = 0)")
+        raise TinyTFInputError("expert_load: the model has no mixture-of-experts layer (all are moe.n_dense_layers)")
     return out
 
 
