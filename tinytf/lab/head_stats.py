@@ -20,6 +20,7 @@ import torch
 from ..errors import TinyTFInputError
 from . import heads as H
 from . import pretrained as P
+from . import train as TR
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,6 @@ def seen_in_training(name: str = "induction-2l", n_samples: int = 100, first_see
 
     Returns {"sequences": training sequences drawn, "same_length": those of length ``length``,
     "seen": examples found among them, "examples": n_samples}."""
-    from . import train as TR  # imported here: train imports the models, not this module
-
     info = P.info(name)
     preset = next((p for p in TR.PRESETS.values() if p.checkpoint == name), None)
     if preset is None or info.get("kind") != "decoder":
