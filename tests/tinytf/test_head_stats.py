@@ -69,3 +69,24 @@ def test_seen_in_training_draws_the_recorded_training_data():
     assert 0 < seen["same_length"] < seen["sequences"] and seen["examples"] == 3 and seen["seen"] == 0
     with pytest.raises(tinytf.TinyTFInputError):
         hs.seen_in_training("text-4l")
+
+
+def test_best_per_block_names_the_best_head_of_each_block():
+    torch.manual_seed(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=2, d_model=32, n_heads=2))
+    twin = tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=2, d_model=32, n_heads=2))
+    texts = ["The cat sat on the mat.", "A dog ran in the park."]
+    table = hs.best_per_block(model, texts, twin=twin)
+    singles = [H.score_table(model, t) for t in texts]
+    assert [e["layer"] for e in table["blocks"]] == [0, 1] and len(table["rows"]) == 4
+    for e in table["blocks"]:
+        for p in H.PATTERNS:
+            means = [(s0[p] + s1[p]) / 2 for s0, s1 in zip(*singles) if s0["layer"] == e["layer"]]
+            assert math.isclose(e[p]["mean"], max(means), rel_tol=1e-6)
+            assert means.index(max(means)) in e[p]["heads"]
+            assert e[p]["twin"] == max(u[p] for u in table["twin_rows"] if u["layer"] == e["layer"])
+    text = hs.format_best_per_block(table)
+    assert len(text.splitlines()) == 3 and "±" in text
+    assert hs.best_per_block(model, texts)["twin_rows"] is None
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.best_per_block(model, [])

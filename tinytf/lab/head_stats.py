@@ -148,3 +148,58 @@ def format_score_tables(rows: list) -> str:
         cells = "".join(f"{r[p]:.2f}{'*' if best[p] is r else ' '}".rjust(14) for p in H.PATTERNS)
         lines.append(f"{r['layer']:>5} {r['head']:>4}" + cells)
     return "\n".join(lines)
+
+
+@torch.no_grad()
+def scores_per_text(model, texts) -> dict:
+    """``tinytf.heads.score_table`` of ``model`` on each text: {(layer, head): {pattern: tensor of one score
+    per text}}."""
+    texts = list(texts)
+    if not texts:
+        raise TinyTFInputError("scores_per_text: no texts")
+    tables = [H.score_table(model, t) for t in texts]
+    return {(r["layer"], r["head"]): {p: torch.tensor([t[i][p] for t in tables]) for p in H.PATTERNS}
+            for i, r in enumerate(tables[0])}
+
+
+def mean_rows(per_text: dict) -> list:
+    """The rows of ``tinytf.heads.score_table`` (floats), each score the mean over the texts of
+    ``scores_per_text``."""
+    return [{"layer": L, "head": h, **{p: v.mean().item() for p, v in s.items()}} for (L, h), s in per_text.items()]
+
+
+def best_per_block(model, texts, twin=None, tie: float = 1e-3) -> dict:
+    """For every block and pattern, the head of ``model`` with the highest mean score over ``texts``, with
+    the sample standard deviation (n - 1) of its score over the texts, every head within ``tie`` of that
+    mean (named together), and, if ``twin`` is given, the twin's best mean in the same block.
+
+    Returns {"blocks": [{layer, pattern: {heads, mean, sd, twin}}], "rows": mean rows of ``model``,
+    "twin_rows": those of ``twin`` (or None)}."""
+    per_head = scores_per_text(model, texts)
+    rows = mean_rows(per_head)
+    twin_rows = mean_rows(scores_per_text(twin, texts)) if twin is not None else None
+    blocks = []
+    for layer in sorted({r["layer"] for r in rows}):
+        mine = [r for r in rows if r["layer"] == layer]
+        entry = {"layer": layer}
+        for p in H.PATTERNS:
+            best = max(mine, key=lambda r: r[p])
+            entry[p] = dict(heads=sorted(r["head"] for r in mine if best[p] - r[p] < tie), mean=best[p],
+                            sd=per_head[(layer, best["head"])][p].std().item(),
+                            twin=None if twin_rows is None else max(u[p] for u in twin_rows if u["layer"] == layer))
+        blocks.append(entry)
+    return {"blocks": blocks, "rows": rows, "twin_rows": twin_rows}
+
+
+def format_best_per_block(table: dict, width: int = 24) -> str:
+    """``best_per_block`` as text: one line per block, one cell per pattern, "h1/h2: mean ± sd; twin"."""
+    lines = [f"{'block':>5} {'previous token':>{width}} {'word start':>{width}} {'first byte':>{width}}"
+             "   (best head: mean ± sd; twin's best)"]
+    for entry in table["blocks"]:
+        cells = []
+        for p in H.PATTERNS:
+            c = entry[p]
+            twin = "" if c["twin"] is None else f"; {c['twin']:.2f}"
+            cells.append(f"{'/'.join(f'h{h}' for h in c['heads'])}: {c['mean']:.2f} ± {c['sd']:.2f}{twin}".rjust(width))
+        lines.append(f"{entry['layer']:>5} " + " ".join(cells))
+    return "\n".join(lines)

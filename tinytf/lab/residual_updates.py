@@ -41,10 +41,15 @@ def update_sizes(model, ids) -> list:
 
 
 def format_update_sizes(rows, title: str | None = None) -> str:
-    """Plain-text table of ``update_sizes`` rows: lengths to 3 significant digits, ratios to 2 decimals."""
+    """Plain-text table of ``update_sizes`` rows: lengths to 3 significant figures (trailing zeros kept:
+    15.0), ratios to 2 decimals (3 significant figures from 10 up: 16.2)."""
+
+    def ratio(v):
+        return f"{v:.3g}" if abs(v) >= 10 else f"{v:.2f}"
+
     head = f"{'block':>5}  {'|H|':>7}  {'|attn update|':>13}  {'ratio':>5}  {'|U|':>7}  {'|FFN update|':>12}  {'ratio':>5}"
     lines = ([title] if title else []) + [head]
     for r in rows:
-        lines.append(f"{r['block']:>5}  {r['stream']:>7.3g}  {r['attn']:>13.3g}  {r['attn_ratio']:>5.2f}  "
-                     f"{r['mid']:>7.3g}  {r['ffn']:>12.3g}  {r['ffn_ratio']:>5.2f}")
+        lines.append(f"{r['block']:>5}  {r['stream']:>#7.3g}  {r['attn']:>#13.3g}  {ratio(r['attn_ratio']):>5}  "
+                     f"{r['mid']:>#7.3g}  {r['ffn']:>#12.3g}  {ratio(r['ffn_ratio']):>5}")
     return "\n".join(lines)

@@ -72,7 +72,7 @@ def residual_view(model, ids=None, layer: int = 0, sublayer: str = "attn", label
     if post:
         sub = "post-norm: the sum is normalised, so the stream itself is rescaled at every add"
     else:
-        sub = "pre-norm: the stream x passes through unchanged; the sublayer adds a correction"
+        sub = "pre-norm: the stream x passes through unchanged; the sublayer's output is added to it"
     layout.update(
         font=FONT, height=120 + 36 * T + 330, margin=dict(l=70, r=70, t=90, b=50), plot_bgcolor="white",
         title=dict(text=f"<b>Layer {layer}, {what} sublayer: residual addition per token</b>"
