@@ -78,6 +78,20 @@ def test_without_a_norm_a_large_init_overflows_and_with_one_it_does_not():
     assert table.splitlines()[0].split() == ["after", "block", "no", "norm", "RMSNorm"]
 
 
+def test_a_finite_stream_past_the_float32_square_limit_has_a_finite_rms():
+    h = torch.full((1, 2, 4), 1e29)  # finite in float32, but 1e29 ** 2 is not
+    assert tinytf.experiments.stream_rms(h) == pytest.approx(1e29, rel=1e-6)
+    assert math.isinf(tinytf.experiments.stream_rms(torch.full((1, 2, 4), float("inf"))))
+
+
+def test_spread_factor_and_the_table_show_how_far_the_seeds_are_apart():
+    p = ne.DepthProfile("none", 2, 0.1, (0, 1, 2), activation_rms=[[1.0, 10.0], [2.0, 1e3], [4.0, float("nan")]])
+    assert p.spread_factor("activation_rms", (0,)) == pytest.approx(2.0)
+    assert p.first_overflow() == 1
+    table = ne.format_depth_table([p], "activation_rms", (0,))
+    assert table.splitlines()[1].split() == ["0", "2"] and table.splitlines()[-1].split() == ["seeds", "within", "×2"]
+
+
 def test_mean_shares_of_random_vectors_match_the_formula():
     model = _model(tinytf.TinyConfig(d_model=256, n_heads=4, d_ff=64, n_layers=1))
     shares = ne.mean_shares(model, torch.randint(0, 256, (4, 64)))

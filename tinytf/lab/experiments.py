@@ -40,8 +40,15 @@ class LayerMeasurement:
 
 def stream_rms(h) -> float:
     """Size of a stream [..., T, C]: each position's root-mean-square over its C features, averaged
-    over positions (and batch). A freshly initialised norm outputs exactly 1 (up to eps)."""
-    return h.detach().pow(2).mean(-1).sqrt().mean().item()
+    over positions (and batch). A freshly initialised norm outputs exactly 1 (up to eps).
+
+    Not finite only when the stream itself is not: a finite float32 stream above about 1.8e19 has squares past
+    float32's largest number (3.4e38), so such a stream is measured again in float64."""
+    h = h.detach()
+    rms = h.pow(2).mean(-1).sqrt().mean().item()
+    if not math.isfinite(rms) and bool(torch.isfinite(h).all()):
+        rms = h.double().pow(2).mean(-1).sqrt().mean().item()
+    return rms
 
 
 def token_similarity(h) -> float:

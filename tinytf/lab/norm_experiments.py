@@ -123,8 +123,17 @@ class DepthProfile:
                 if math.isfinite(mid[b]) and mid[b] != 0 and math.isfinite(row[b])]
         return max(gaps) if gaps else float("nan")
 
+    def spread_factor(self, what: str, blocks) -> float:
+        """Largest factor between any seed's value and the median, over the finite, positive entries of
+        ``blocks``: max(value / median, median / value) (1 when there is one seed; nan when no entry counts)."""
+        rows, mid = getattr(self, what), self.median(what)
+        factors = [max(row[b] / mid[b], mid[b] / row[b]) for b in blocks for row in rows
+                   if math.isfinite(mid[b]) and mid[b] > 0 and math.isfinite(row[b]) and row[b] > 0]
+        return max(factors) if factors else float("nan")
+
     def first_overflow(self) -> int | None:
-        """The first block after which the stream is no longer finite in some seed (None: finite throughout)."""
+        """The first block after which the stream is no longer finite in some seed (None: finite throughout).
+        The stream itself is tested: its RMS is measured in float64 when the float32 squares would overflow."""
         bad = [next((i for i, v in enumerate(row) if not math.isfinite(v)), None) for row in self.activation_rms]
         bad = [b for b in bad if b is not None]
         return min(bad) if bad else None
@@ -170,7 +179,9 @@ LABELS = {"none": "no norm", "layer": "LayerNorm", "rms": "RMSNorm"}
 def format_depth_table(profiles, what: str = "activation_rms", blocks=None) -> str:
     """One row per block of ``blocks`` (default: every block), one column per profile: the median over seeds
     of ``what`` ("activation_rms": RMS of the stream leaving the block; "grad_norm": the block's weight
-    gradient). A last line gives, per column, the largest relative distance of a seed from the median."""
+    gradient). A last line gives, per column, the largest factor between a seed's value and the median
+    (``DepthProfile.spread_factor``). A column whose seeds differ by more than a factor 1.5 is printed to two
+    significant figures, the others to three."""
     if what not in ("activation_rms", "grad_norm"):
         raise TinyTFInputError(f"what must be 'activation_rms' or 'grad_norm', got {what!r}")
     if not profiles:
@@ -180,25 +191,30 @@ def format_depth_table(profiles, what: str = "activation_rms", blocks=None) -> s
     if any(not 0 <= b < depth for b in blocks):
         raise TinyTFInputError(f"blocks must lie in [0, {depth}), got {blocks}")
     head = "after block" if what == "activation_rms" else "block"
-    lines = [f"{head:>11}" + "".join(f"  {LABELS[p.norm]:>10}" for p in profiles)]
+    lines = [f"{head:>12}" + "".join(f"  {LABELS[p.norm]:>10}" for p in profiles)]
     medians = [p.median(what) for p in profiles]
+    factors = [p.spread_factor(what, blocks) for p in profiles]
+    digits = [2 if f > 1.5 else 3 for f in factors]
     for b in blocks:
-        lines.append(f"{b:>11}" + "".join(f"  {_cell(m[b]):>10}" for m in medians))
-    spreads = [p.spread(what, blocks) for p in profiles]
-    lines.append(f"{'seed spread':>11}" + "".join(f"  {_spread(s):>10}" for s in spreads))
+        lines.append(f"{b:>12}" + "".join(f"  {_cell(m[b], n):>10}" for m, n in zip(medians, digits)))
+    lines.append(f"{'seeds within':>12}" + "".join(f"  {_factor(f):>10}" for f in factors))
     return "\n".join(lines)
 
 
-def _cell(v: float) -> str:
+def _cell(v: float, digits: int = 3) -> str:
     if math.isnan(v):
         return "nan"
     if math.isinf(v):
         return "inf"
-    return f"{v:.3g}" if v < 1e4 else f"{v:.1e}"
+    return f"{v:.{digits}g}" if v < 10 ** digits else f"{v:.1e}"
 
 
-def _spread(s: float) -> str:
-    return "-" if math.isnan(s) else f"±{s:.0%}"
+def _factor(f: float) -> str:
+    if math.isnan(f):
+        return "-"
+    if f < 1.5:
+        return f"×{f:.2f}"
+    return f"×{f:.2g}" if f < 10 else f"×{float(f'{f:.2g}'):,.0f}"  # two significant figures
 
 
 @torch.no_grad()
