@@ -379,8 +379,10 @@ def test_cells_summaries_and_tables():
     assert bc.ranking_by_seed(r) == {0: ["B", "A"], 1: ["B", "A"], 2: ["B", "A"]}
     assert bc.beats_in_every_seed(r) == [("B", "A")]
     pairs = bc.pair_table(r, [("A", "B")])
-    assert "A - B" in pairs and pairs.count("+0.50 +1.00 +1.50  (3/3)") == 2 and "W = 16" in pairs
+    assert "A vs B" in pairs and pairs.count("+0.50 +1.00 +1.50  (3/3)") == 2 and "W = 16" in pairs
     assert [x["lr"] for x in bc.best_runs(r)["A"]] == [0.01] * 3
+    assert bc._pair_label("2017", "2026 + MHA") == "2017 vs (2026 + MHA)"
+    assert bc._signed(-0.001, 2) == " 0.00" and bc._signed(-0.23, 2) == "-0.23"
 
 
 def test_curve_band_and_smoothing():

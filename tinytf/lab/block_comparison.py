@@ -591,19 +591,32 @@ def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) ->
     (warm-up and rate); after each group, in how many seeds b is lower. Seeds where a run diverged are left
     out (and counted in the denominator only if both ran)."""
     choices = [(f"W = {w}", "best", w) for w in warmups_of(results)] + [("each at its best cell", "best", None)]
-    nw = max(len(f"{a} - {b}") for a, b in pairs)
+    labels = {(a, b): _pair_label(a, b) for a, b in pairs}
+    nw = max(len(label) for label in labels.values())
     n_seeds = len(results["settings"]["seeds"])
     cw = n_seeds * (digits + 4) + 10
-    head = f"{'a - b':<{nw}}" + "".join(f"  {label:<{cw}}" for label, _, _ in choices)
+    head = f"{'a vs b':<{nw}}" + "".join(f"  {label:<{cw}}" for label, _, _ in choices)
     lines = [head.rstrip(), "-" * len(head)]
     for a, b in pairs:
         cells = []
         for _, choice, w in choices:
             diffs = paired_differences(results, a, b, key, choice, w)
-            text = " ".join(f"{d:+.{digits}f}" for _, d in diffs)
+            text = " ".join(_signed(d, digits) for _, d in diffs)
             cells.append(f"  {text + f'  ({sum(d > 0 for _, d in diffs)}/{len(diffs)})':<{cw}}")
-        lines.append((f"{a + ' - ' + b:<{nw}}" + "".join(cells)).rstrip())
+        lines.append((f"{labels[a, b]:<{nw}}" + "".join(cells)).rstrip())
     return "\n".join(lines)
+
+
+def _pair_label(a: str, b: str) -> str:
+    """'a vs b', with a name that contains spaces in brackets: '2017 vs (2026 + MHA)' (not read as arithmetic)."""
+    def wrap(name):
+        return f"({name})" if " " in name else name
+    return f"{wrap(a)} vs {wrap(b)}"
+
+
+def _signed(d: float, digits: int) -> str:
+    """A difference with its sign, but a tie that rounds to zero as ' 0.00' (no '-0.00')."""
+    return f"{d:+.{digits}f}" if round(d, digits) else " " + f"{0:.{digits}f}"
 
 
 def ranking_by_seed(results: dict, key: str = "eval_loss", choice="best", warmup: int | None = None) -> dict:

@@ -141,8 +141,8 @@ def review(block) -> list:
                         "stream untouched", "chapter 5"))
     if b["norm"] not in ("rms", "rms_offset"):
         gaps.append(Gap("norm type", "LayerNorm (mean, variance, gamma, beta)", "RMSNorm (root mean square, gamma)",
-                        "RMSNorm skips the centring and the beta vector: less work per token, and the scaling it keeps "
-                        "is what stabilises training", "chapter 3"))
+                        "RMSNorm skips the centring and the beta vector: less work per token, and it keeps the scaling, "
+                        "which Zhang and Sennrich argue is what stabilises training", "chapter 3"))
     if b["pos"] != "rope":
         gaps.append(Gap("positions", f"{b['pos']} positions", "RoPE (rotate Q and K)",
                         "RoPE makes every attention score depend on the relative distance between query and key, "
@@ -157,7 +157,7 @@ def review(block) -> list:
     if b["ffn"] not in GATED_FFNS:
         gaps.append(Gap("FFN gating", f"two-matrix {b['ffn'].upper()} MLP", "gated FFN (SwiGLU)",
                         "a gate SiLU(x W_gate) decides per input which hidden units pass; gated FFNs reached lower "
-                        "perplexity than ReLU/GELU FFNs at the same parameter count (Llama, PaLM)", "chapter 4"))
+                        "perplexity than ReLU/GELU FFNs at the same parameter count (Shazeer 2020; adopted by Llama, PaLM)", "chapter 4"))
     r = b["d_ff"] / b["d_model"]
     lo, hi = RATIO_RANGE
     if not lo <= r <= hi:
