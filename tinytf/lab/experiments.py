@@ -149,6 +149,21 @@ class LayerProfile:
         return max((abs(r - self.grad_ratio) / self.grad_ratio for r in ratios), default=0.0)
 
     @property
+    def grad_ratio_range(self) -> tuple:
+        """The smallest and largest single seed's first/last ratio (the combined ``grad_ratio``, a
+        geometric mean, lies between them). Printed as the "seed range" column: unlike a ±percent spread,
+        a range stays meaningful when the seeds differ by a factor of several."""
+        ratios = [r.grad_norm[0] / r.grad_norm[-1] for r in self.per_seed] or [self.grad_ratio]
+        return min(ratios), max(ratios)
+
+    @property
+    def per_layer_range(self) -> tuple:
+        """The smallest and largest single seed's per-layer factor, ratio ** (1 / (depth - 1))."""
+        lo, hi = self.grad_ratio_range
+        n = max(self.depth - 1, 1)
+        return lo ** (1.0 / n), hi ** (1.0 / n)
+
+    @property
     def per_layer_factor(self) -> float:
         """The constant factor per layer that would produce ``grad_ratio`` over the stack:
         ratio ** (1 / (depth - 1)). If it stays the same as depth grows, the ratio is exponential in depth."""
@@ -235,8 +250,9 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format)
     "grad_first": ("grad block 0", lambda p: p.grad_norm[0], ".3g"),
     "grad_last": ("grad last", lambda p: p.grad_norm[-1], ".3g"),
     "grad_ratio": ("first/last", lambda p: p.grad_ratio, ".3g"),
-    "ratio_spread": ("seed spread", lambda p: p.grad_ratio_spread, "spread"),
+    "ratio_spread": ("seed range", lambda p: p.grad_ratio_range, "range"),
     "per_layer": ("per layer", lambda p: p.per_layer_factor, ".3f"),
+    "per_layer_range": ("per layer, seed range", lambda p: p.per_layer_range, "range.2f"),
     "rms_first": ("RMS block 0", lambda p: p.activation_rms[0], ".3g"),
     "rms_last": ("RMS last", lambda p: p.activation_rms[-1], ".3g"),
     "similarity_last": ("cos last", lambda p: p.token_similarity[-1], ".3f"),
@@ -246,7 +262,7 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format)
 def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", "per_layer", "rms_first", "rms_last"),
                     title: str | None = None) -> str:
     """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first block
-    (block 0, as in the trace names) and of the last block, their ratio, its seed spread, the per-layer factor, the activation
+    (block 0, as in the trace names) and of the last block, their ratio, its seed range, the per-layer factor, the activation
     RMS leaving the first and last block, and the similarity between positions after the last block."""
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
@@ -266,10 +282,15 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
 
 def _format_value(value: float, spec: str, chaotic: bool) -> str:
     """Full precision for a reproducible row; for a chaotic one, what survives the rounding: the power of
-    ten of a size, two significant digits of a per-layer factor or a similarity; a seed spread as ±percent
-    (not shown for a chaotic row, whose digits are not reproducible)."""
-    if spec == "spread":
-        return "~" if chaotic else f"±{value:.0%}"
+    ten of a size, two significant digits of a per-layer factor or a similarity; a seed range as
+    "smallest–largest" seed value, 3 significant digits each (2 decimals for a per-layer factor) (not shown for a chaotic row, whose digits are
+    not reproducible)."""
+    if spec.startswith("range"):
+        if chaotic:
+            return "~"
+        if spec == "range.2f":
+            return f"{value[0]:.2f}–{value[1]:.2f}"
+        return "–".join(f"{v:#.3g}".rstrip(".") for v in value)  # 3 significant digits, kept: 1.00, not 1
     if not chaotic:
         return format(value, spec)
     if spec.endswith("g"):

@@ -133,7 +133,8 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
     """``models``: {name: TinyTransformer} of the same depth (e.g. a pre-norm and a post-norm
     stack). One frame per point of the residual stream: the embeddings, then after each block's
     attention add (resid_mid) and FFN add (resid_post). Per model, a heatmap of the stream [T, C]
-    on one colour scale for the whole animation, and each token's RMS beside it."""
+    on one colour scale for the whole animation, and each token's RMS beside it (log axis, so that a small stream
+    and one of RMS 1 are both readable)."""
     if not models:
         raise TinyTFInputError("depth_animation: no models given")
     traced = {name: get_traced(m, ids, labels=labels) for name, m in models.items()}
@@ -150,7 +151,10 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
     T = streams[next(iter(streams))][0].shape[0]
     lab = axis_labels(first.labels, T)
     m = sym_range(*[s for ss in streams.values() for s in ss])
-    rms_top = max(float(np.sqrt((s ** 2).mean(-1)).max()) for ss in streams.values() for s in ss)
+    rms = [np.sqrt((s ** 2).mean(-1)) for ss in streams.values() for s in ss]
+    rms_top = max(float(r.max()) for r in rms)
+    rms_low = min(float(r.min()) for r in rms)
+    rms_range = [np.log10(rms_low / 1.5), np.log10(rms_top * 1.5)]  # log axis: a stream of RMS 0.02 stays visible
     n = len(models)
     gap = 0.12
     ph = (1 - gap * (n - 1)) / n
@@ -162,8 +166,8 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
                                     showgrid=False, zeroline=False, title=dict(text="feature"))
         layout[f"yaxis{a1}"] = dict(domain=[y1 - ph, y1], anchor=f"x{a1}", type="category", autorange="reversed",
                                     fixedrange=True)
-        layout[f"xaxis{a2}"] = dict(domain=[0.76, 1], anchor=f"y{a2}", range=[0, rms_top * 1.1], fixedrange=True,
-                                    title=dict(text="RMS per token"))
+        layout[f"xaxis{a2}"] = dict(domain=[0.76, 1], anchor=f"y{a2}", type="log", range=rms_range,
+                                    fixedrange=True, title=dict(text="RMS per token (log scale)"))
         layout[f"yaxis{a2}"] = dict(domain=[y1 - ph, y1], anchor=f"x{a2}", type="category", autorange="reversed",
                                     showticklabels=False, fixedrange=True)
         annotations.append(dict(text=f"<b>{name}</b>", x=0.31, y=y1, xref="paper", yref="paper", yanchor="bottom",
@@ -185,7 +189,7 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
     names = [nm for nm, _ in points]
     frames = [dict(name=nm, data=traces(k), layout=dict(title=dict(text=_title(
         f"The residual stream, {what} ({k + 1}/{len(points)})",
-        "one colour scale for every frame: watch how the stream grows (pre-norm) or stays rescaled (post-norm)"))))
+        "one colour scale for every frame; RMS bars on a log axis: the pre-norm stream grows, the post-norm one stays at RMS 1"))))
               for k, (nm, what) in enumerate(points)]
     layout.update(font=FONT, height=int(170 + n * (T * 26 + 90)), showlegend=False,
                   margin=dict(l=70, r=70, t=100, b=150), annotations=annotations, plot_bgcolor="white",
