@@ -87,15 +87,22 @@ def test_readings_print_what_the_prose_refers_to():
     # two repeats, two steps per band: the cached line flat at 1 ms, the naive one from 2 to 4 ms
     st = StepTimes([10, 11, 20, 21], {"naive": [[2e-3, 2e-3, 4e-3, 4e-3]] * 2, "cached": [[1e-3] * 4] * 2})
     text = st.reading((10, 12), (20, 22), "token")
-    assert "medians 1.0 and 1.0 ms per token in the first quarter and the last quarter, each inside the other's IQR: yes" in text
-    assert "the last quarter's median 2 times the first quarter's;" in text and "ratio naive / cached: 2.0 -> 4.0" in text
-    assert "a cached step takes 0.25 of a naive step's time" in text
+    assert ("The cached line stays flat within the clock's spread: its medians in the first quarter and the last "
+            "quarter, 1.0 and 1.0 ms per token, each lie inside the other's IQR.") in text
+    assert ("The naive line climbs: its median in the last quarter is 2 times that in the first quarter, and the "
+            "ratio naive / cached grows, from 2.0 to 4.0.") in text
+    assert "In the last quarter a cached step takes 0.25 of a naive step's time (median over the repeats)." in text
+    assert st.fraction(20, 22).median == 0.25
     st.seconds["cached"] = [[1e-3, 1e-3, 3e-3, 3e-3]] * 2
-    assert "IQR: no" in st.reading((10, 12), (20, 22), "token")
+    assert "The cached line is not flat" in st.reading((10, 12), (20, 22), "token")
     cfg = TinyConfig(n_layers=1, d_model=32, n_heads=2, d_ff=64)
     t = PhaseTiming(16, 2, 16e-3, 2e-3, prefill=[16e-3] * 3, decode=[[2e-3, 2e-3]] * 3)
     report = t.report("tiny", cfg)
     pre, dec = step_cost(cfg, new=16), step_cost(cfg, new=1, past=16)
     assert "decode / prefill:      2.0 (IQR 2.0–2.0)" in report
-    assert f"(decode / prefill: {two_digits(dec.flops / 2e-3 / (pre.flops / 16e-3))})" in report
-    assert report.endswith("the decode step took 2.0 ms")
+    assert "A decode token costs the time of 2.0 prefill tokens" in report
+    assert f"achieves {two_digits(dec.flops / 2e-3 / (pre.flops / 16e-3))} of prefill's arithmetic rate." in report
+    assert report.endswith("the decode step took 2.0 ms.")
+    with_read = t.report("tiny", cfg, read_rate=1e9)
+    assert f"reading its {dec.bytes / 1e6:.1f} MB at the measured read rate {two_digits(1e3 * dec.bytes / 1e9)} ms" in with_read
+    assert f"this processor does {two_digits(pre.flops / 16e-3 / 1e9)} FLOPs" in with_read

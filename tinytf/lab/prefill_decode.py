@@ -141,20 +141,33 @@ class PhaseTiming:
         """Decode / prefill time per token, one ratio per repeat (its median decode step / its prefill per token)."""
         return Spread.of(statistics.median(d) / (p / self.prompt_len) for p, d in zip(self.prefill, self.decode))
 
-    def report(self, label: str, cfg) -> str:
+    def report(self, label: str, cfg, read_rate: float | None = None) -> str:
         """The measured times of both phases, the arithmetic rate each achieved (counted FLOPs / median time,
-        from ``step_cost``) and their reading: decode's rate as a fraction of prefill's, and how long decode's
-        FLOPs would take at prefill's rate, against the decode step measured."""
+        from ``step_cost``) and their reading in full sentences: how many prefill tokens' time a decode token
+        costs, decode's rate as a fraction of prefill's, and how long decode's FLOPs would take at prefill's
+        rate, against the decode step measured. With ``read_rate`` (bytes per second read from memory, measured
+        by the caller) also how long reading decode's bytes would take at that rate, and the machine's balance:
+        prefill's FLOPs per second / ``read_rate``, the FLOPs it does in the time it reads one byte."""
         pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
         pre_rate, dec_rate = pre.flops / self.prefill_seconds, dec.flops / self.decode_seconds
-        return (f"{label}:\n  prefill, ms per token: {self.prefill_spread().scaled(1e3)}\n"
-                f"  decode, ms per token:  {self.decode_spread().scaled(1e3)}\n"
-                f"  decode / prefill:      {self.ratio_spread()}\n"
-                f"  arithmetic rate, GFLOP/s: prefill {two_digits(pre_rate / 1e9)}, decode {two_digits(dec_rate / 1e9)}"
-                f" (decode / prefill: {two_digits(dec_rate / pre_rate)})\n"
-                f"  decode's {dec.flops / 1e6:.1f} MFLOPs at prefill's rate would take "
-                f"{two_digits(1e3 * dec.flops / pre_rate)} ms; the decode step took "
-                f"{self.decode_spread().scaled(1e3).median_str()} ms")
+        step_ms = self.decode_spread().scaled(1e3).median_str()
+        lines = [f"{label}:",
+                 f"  prefill, ms per token: {self.prefill_spread().scaled(1e3)}",
+                 f"  decode, ms per token:  {self.decode_spread().scaled(1e3)}",
+                 f"  decode / prefill:      {self.ratio_spread()}",
+                 f"  arithmetic rate, GFLOP/s: prefill {two_digits(pre_rate / 1e9)}, decode {two_digits(dec_rate / 1e9)}",
+                 f"  A decode token costs the time of {self.ratio_spread().median_str()} prefill tokens, and decode "
+                 f"achieves {two_digits(dec_rate / pre_rate)} of prefill's arithmetic rate.",
+                 f"  Decode's {dec.flops / 1e6:.1f} MFLOPs at prefill's rate would take "
+                 f"{two_digits(1e3 * dec.flops / pre_rate)} ms"
+                 + (f", and reading its {dec.bytes / 1e6:.1f} MB at the measured read rate "
+                    f"{two_digits(1e3 * dec.bytes / read_rate)} ms" if read_rate else "")
+                 + f"; the decode step took {step_ms} ms."]
+        if read_rate:
+            lines.append(f"  In the time it reads one byte this processor does {two_digits(pre_rate / read_rate)} FLOPs "
+                         f"(prefill's rate / the read rate); prefill asks {pre.intensity:.1f} per byte, "
+                         f"decode {dec.intensity:.1f}.")
+        return "\n".join(lines)
 
 
 @torch.no_grad()
@@ -218,19 +231,35 @@ class StepTimes:
         return Spread.of(statistics.median(n[i] for i in idx) / statistics.median(c[i] for i in idx)
                          for n, c in zip(self.seconds["naive"], self.seconds["cached"]))
 
+    def fraction(self, lo: int, hi: int) -> Spread:
+        """Cached / naive time per step at positions lo..hi-1: one ratio of medians per repeat (the inverse of
+        ``ratio``)."""
+        idx = self._band(lo, hi)
+        return Spread.of(statistics.median(c[i] for i in idx) / statistics.median(n[i] for i in idx)
+                         for n, c in zip(self.seconds["naive"], self.seconds["cached"]))
+
     def reading(self, first: tuple, last: tuple, unit: str, names=("first quarter", "last quarter")) -> str:
-        """Three lines reading two bands (lo, hi) of positions, rounded as the bands print: is the cached line
-        flat (each band's median inside the other's IQR), how much the naive line climbs, how the ratio naive /
-        cached grows, and what fraction of a naive step the cached step takes in the last band."""
+        """Three sentences reading two bands (lo, hi) of positions, rounded as the bands print: is the cached
+        line flat (each band's median inside the other's IQR), how much the naive line climbs and how the ratio
+        naive / cached changes, and what fraction of a naive step the cached step takes in the last band (the
+        median of the per-repeat ratios cached / naive)."""
         c0, c1 = (self.band("cached", *b).scaled(1e3) for b in (first, last))
         n0, n1 = (self.band("naive", *b).median for b in (first, last))
         r0, r1 = self.ratio(*first), self.ratio(*last)
-        flat = "yes" if c0.contains(c1.median) and c1.contains(c0.median) else "no"
-        return (f"cached line: medians {c0.median_str()} and {c1.median_str()} ms per {unit} in the {names[0]} and the "
-                f"{names[1]}, each inside the other's IQR: {flat}\n"
-                f"naive line: the {names[1]}'s median {two_digits(n1 / n0)} times the {names[0]}'s; "
-                f"ratio naive / cached: {r0.median_str()} -> {r1.median_str()}\n"
-                f"{names[1]}: a cached step takes {two_digits(c1.median / 1e3 / n1)} of a naive step's time")
+        flat = c0.contains(c1.median) and c1.contains(c0.median)
+        cached = (f"The cached line stays flat within the clock's spread: its medians in the {names[0]} and the "
+                  f"{names[1]}, {c0.median_str()} and {c1.median_str()} ms per {unit}, each lie inside the other's IQR."
+                  if flat else
+                  f"The cached line is not flat within the clock's spread: its medians in the {names[0]} and the "
+                  f"{names[1]}, {c0.median_str()} and {c1.median_str()} ms per {unit}, do not both lie inside the "
+                  f"other's IQR.")
+        climb = "climbs" if n1 > n0 else "does not climb"
+        grows = "grows" if r1.median > r0.median else "does not grow"
+        naive = (f"The naive line {climb}: its median in the {names[1]} is {two_digits(n1 / n0)} times that in the "
+                 f"{names[0]}, and the ratio naive / cached {grows}, from {r0.median_str()} to {r1.median_str()}.")
+        frac = (f"In the {names[1]} a cached step takes {two_digits(self.fraction(*last).median)} of a naive "
+                f"step's time (median over the repeats).")
+        return "\n".join((cached, naive, frac))
 
 
 @torch.no_grad()
