@@ -138,6 +138,20 @@ def settle(page, timeout_ms: int = 30_000) -> None:
         pass
 
 
+_REFLOWED = """() => { const T = window.tinytfFigures; if (!T) return true;
+  return T.figures.every(r => !document.body.contains(r.el) ||
+    Math.abs(r.width - Math.max(r.box.clientWidth || r.wrap.clientWidth || 300, 200)) < 2); }"""
+
+
+def resize(page, width: int, height: int = 900, timeout_ms: int = 30_000) -> None:
+    """Change the window's size as a reader does (rotating a tablet, widening a window) and wait until every
+    figure has been drawn again for its new width (the figures redraw 150 ms after the last resize event)."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.wait_for_timeout(250)
+    page.wait_for_function(_REFLOWED, timeout=timeout_ms)
+    settle(page, timeout_ms)
+
+
 # ------------------------------------------------------------------ layout / accessibility audit
 # Used by tests/browser/test_a11y_book.py (every page at 375, 768 and 1280 px, light and dark).
 

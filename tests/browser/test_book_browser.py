@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from book_browser import audit
 from conftest import FULL_SCREENSHOTS, SCREENSHOTS, book_url, open_page, toc_docnames
 
 DOCS = toc_docnames()
@@ -65,6 +66,10 @@ def test_page_in_browser(book_server, browser, docname):
                 "() => [...document.querySelectorAll('.plotly-graph-div')]"
                 ".every(d => d.querySelector('svg.main-svg'))", timeout=30_000)
             assert page.locator(".tinytf-noplotly").count() == 0, "a figure fell back to its 'no plotly.js' note"
+            # the layout audit of test_a11y_book.py on a desktop reader's first load (that test loads at 375 px and
+            # widens the window): no sideways scroll, figure text inside its figure, apart, legible
+            layout = audit(page)
+            assert not layout, "first load at 1280 px:\n" + "\n".join(layout)
 
         # 4. math is typeset by the local MathJax: every math element holds a rendered formula
         if page.locator("span.math, div.math").count():

@@ -804,8 +804,13 @@ var tinytfCore = (function () {
     // Plotly.animate would merge it: one drawing instead of two (the static panel's updates)
     var onFrame = rec.frames.length && rec.index > 0 && !rec.animateAfterDraw;
     if (onFrame) { mergeFrame(f, rec.steps[rec.index].name); }  // (no slider left to move: adapt took it)
-    var done = rec.drawn ? P.react(rec.el, f) : P.newPlot(rec.el, f);
+    // a new width is drawn afresh: Plotly.react keeps parts of the old layout (subplot domains laid out for
+    // another width), so a figure drawn at phone width and widened would keep its narrow subplots
+    var resized = rec.drawn && Math.abs(width - rec.drawnWidth) >= 2;
+    if (resized) { P.purge(rec.el); }
+    var done = rec.drawn && !resized ? P.react(rec.el, f) : P.newPlot(rec.el, f);
     rec.drawn = true;
+    rec.drawnWidth = width;
     return Promise.resolve(done).then(function () {
       if (rec.frames.length && rec.index > 0 && !onFrame) {
         return toFrame(rec, rec.index);
