@@ -29,7 +29,8 @@ from ..ffn import MLP
 from ..norms import LayerNorm
 from ..positions import NoRotary
 
-__all__ = ["to_torch", "to_torch_transformer", "from_torch", "torch_compatibility", "copy_attention", "copy_block"]
+__all__ = ["to_torch", "to_torch_transformer", "from_torch", "torch_compatibility", "copy_attention", "copy_block",
+           "weight_map"]
 
 
 def _norms(block):
@@ -102,14 +103,29 @@ def _copy_module(ours, theirs, to_torch: bool):
         (b if to_torch else a).copy_(a if to_torch else b)
 
 
+#: (tinytf name, PyTorch name) of the norms and FFN matrices copied by ``copy_block``. PyTorch numbers the
+#: decoder's norms by sublayer: norm1 self-attn, norm2 cross-attn, norm3 FFN
+_NAMES = {"encoder": [("norm1", "norm1"), ("norm2", "norm2"), ("ffn.up", "linear1"), ("ffn.down", "linear2")],
+          "decoder": [("norm1", "norm1"), ("norm_cross", "norm2"), ("norm2", "norm3"),
+                      ("ffn.up", "linear1"), ("ffn.down", "linear2")]}
+
+
+def _kind(block) -> str:
+    cls = block if isinstance(block, type) else type(block)
+    return "decoder" if issubclass(cls, CrossDecoderBlock) else "encoder"
+
+
+def weight_map(block) -> list:
+    """(tinytf name, PyTorch name) of every module ``copy_block`` copies for ``block`` (an ``EncoderBlock`` or
+    ``CrossDecoderBlock``, instance or class), in the order the sublayers run. An attention's q_proj / k_proj /
+    v_proj go to rows 0..C-1 / C..2C-1 / 2C..3C-1 of PyTorch's ``in_proj_weight``, its o_proj to ``out_proj``."""
+    attn = [("attn", "self_attn")] + ([("cross_attn", "multihead_attn")] if _kind(block) == "decoder" else [])
+    return attn + _NAMES[_kind(block)]
+
+
 def _pairs(block, layer):
     """(tinytf module, PyTorch module) pairs, in the order the sublayers run."""
-    if isinstance(block, EncoderBlock):
-        return [(block.norm1, layer.norm1), (block.norm2, layer.norm2),
-                (block.ffn.up, layer.linear1), (block.ffn.down, layer.linear2)]
-    # PyTorch numbers the decoder's norms by sublayer: norm1 self-attn, norm2 cross-attn, norm3 FFN
-    return [(block.norm1, layer.norm1), (block.norm_cross, layer.norm2), (block.norm2, layer.norm3),
-            (block.ffn.up, layer.linear1), (block.ffn.down, layer.linear2)]
+    return [(block.get_submodule(ours), layer.get_submodule(theirs)) for ours, theirs in _NAMES[_kind(block)]]
 
 
 def copy_block(block, layer, to_torch: bool = True):
