@@ -229,6 +229,40 @@ def test_markdown_holds_no_control_characters(name):
                              f"{cell.source[max(0, hit.start() - 40): hit.end() + 40]!r}")
 
 
+# A "<word>" in markdown prose is read by the browser as an unknown HTML tag and vanishes from the page:
+# tokens such as <eos>, <bos>, <pad> belong in backticks. Code blocks, code spans and math are stripped first.
+KNOWN_HTML = {"a", "abbr", "b", "blockquote", "br", "center", "code", "dd", "del", "details", "div", "dl", "dt",
+              "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "iframe", "img", "ins",
+              "kbd", "li", "mark", "ol", "p", "pre", "s", "small", "span", "strong", "sub", "summary", "sup",
+              "table", "tbody", "td", "th", "thead", "tr", "u", "ul"}
+FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.S | re.M)
+CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
+TAG_LIKE = re.compile(r"</?([A-Za-z][A-Za-z0-9_-]*)[^<>\n]*>")
+
+
+def bare_tags(markdown: str) -> list:
+    text = MATH.sub("", CODE_SPAN.sub("", FENCED.sub("", markdown)))
+    return [m.group(0) for m in TAG_LIKE.finditer(text) if m.group(1).lower() not in KNOWN_HTML]
+
+
+def test_bare_tags_detector():
+    assert bare_tags("the source has 12 positions, <eos> included") == ["<eos>"]
+    assert bare_tags("row 0 reads `<bos>`; <details><summary>x</summary></details>") == []
+    assert bare_tags("```python\nx = '<pad>'\n```\n$a<b>c$") == []
+
+
+@pytest.mark.parametrize("name", [n for n in toc_docnames() if doc_source(n) is not None])
+def test_markdown_has_no_bare_angle_bracket_words(name):
+    path = doc_source(name)
+    if path.suffix == ".ipynb":
+        sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    else:
+        sources = [path.read_text(encoding="utf-8")]
+    hits = [tag for source in sources for tag in bare_tags(source)]
+    assert not hits, f"{name}: unescaped {hits} in markdown (the browser swallows them); wrap them in backticks"
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_printed_floats_carry_no_float32_noise(name):
     """Numbers at float32 rounding level (a few 1e-7) change from one CPU to another: the chapters print
