@@ -129,7 +129,7 @@ def _ratio(x: float) -> str:
 
 
 def review(block) -> list:
-    """List the gaps between ``block`` and the Llama-3-style defaults, in the order of the block's data flow
+    """List the gaps between ``block`` and the Llama-3-style recipe, in the order of the block's data flow
     (norm placement, norm type, positions, attention heads, FFN gating, FFN expansion ratio, biases).
     An empty list means the block already is a Llama-3-style block."""
     b = block_fields(block)
