@@ -80,21 +80,26 @@ def test_time_steps_naive_and_cached():
 
 
 def test_readings_print_what_the_prose_refers_to():
-    from tinytf.lab.prefill_decode import StepTimes, PhaseTiming, two_digits
+    from tinytf.lab.prefill_decode import StepTimes, PhaseTiming, sig2, two_digits
     assert two_digits(41.7) == "42" and two_digits(0.0123) == "0.012" and two_digits(8.0) == "8"
+    assert sig2(0.1) == "0.10" and sig2(12.0) == "12" and sig2(0.613) == "0.61"
     s = Spread.of([1.0, 2.0, 3.0, 4.0, 5.0])
     assert s.median_str() == "3" and s.contains(2.0) and not s.contains(4.5)
     # two repeats, two steps per band: the cached line flat at 1 ms, the naive one from 2 to 4 ms
     st = StepTimes([10, 11, 20, 21], {"naive": [[2e-3, 2e-3, 4e-3, 4e-3]] * 2, "cached": [[1e-3] * 4] * 2})
     text = st.reading((10, 12), (20, 22), "token")
-    assert ("The cached line stays flat within the clock's spread: its medians in the first quarter and the last "
-            "quarter, 1.0 and 1.0 ms per token, each lie inside the other's IQR.") in text
-    assert ("The naive line climbs: its median in the last quarter is 2 times that in the first quarter, and the "
-            "ratio naive / cached grows, from 2.0 to 4.0.") in text
+    assert ("From the first quarter to the last quarter, median ms per token: cached 1.0 → 1.0 (0 %); "
+            "naive 2.0 → 4.0 (+100 %).") in text
+    assert ("The naive line climbs while the cached one changes by less than 1 %, and the ratio naive / cached "
+            "grows, from 2.0 to 4.0.") in text
     assert "In the last quarter a cached step takes 0.25 of a naive step's time (median over the repeats)." in text
     assert st.fraction(20, 22).median == 0.25
+    st.seconds["cached"] = [[1e-3, 1e-3, 0.9e-3, 0.9e-3]] * 2
+    text = st.reading((10, 12), (20, 22), "token")
+    assert "cached 1.0 → 0.90 (−10 %); naive 2.0 → 4.0 (+100 %)." in text
+    assert "The naive line climbs 10 times as much as the cached one changes, and the ratio" in text
     st.seconds["cached"] = [[1e-3, 1e-3, 3e-3, 3e-3]] * 2
-    assert "The cached line is not flat" in st.reading((10, 12), (20, 22), "token")
+    assert "The naive line changes no more than the cached one" in st.reading((10, 12), (20, 22), "token")
     cfg = TinyConfig(n_layers=1, d_model=32, n_heads=2, d_ff=64)
     t = PhaseTiming(16, 2, 16e-3, 2e-3, prefill=[16e-3] * 3, decode=[[2e-3, 2e-3]] * 3)
     report = t.report("tiny", cfg)
@@ -104,5 +109,6 @@ def test_readings_print_what_the_prose_refers_to():
     assert f"achieves {two_digits(dec.flops / 2e-3 / (pre.flops / 16e-3))} of prefill's arithmetic rate." in report
     assert report.endswith("the decode step took 2.0 ms.")
     with_read = t.report("tiny", cfg, read_rate=1e9)
-    assert f"reading its {dec.bytes / 1e6:.1f} MB at the measured read rate {two_digits(1e3 * dec.bytes / 1e9)} ms" in with_read
-    assert f"this processor does {two_digits(pre.flops / 16e-3 / 1e9)} FLOPs" in with_read
+    assert f"reading its {dec.bytes / 1e6:.1f} MB at the measured read rate {sig2(1e3 * dec.bytes / 1e9)} ms" in with_read
+    assert (f"At the arithmetic rate prefill reached on this model, this processor does "
+            f"{two_digits(pre.flops / 16e-3 / 1e9)} FLOPs in the time it reads one byte") in with_read

@@ -107,6 +107,11 @@ def two_digits(x: float) -> str:
     return f"{float(f'{x:.2g}'):g}"
 
 
+def sig2(x: float) -> str:
+    """``x`` to two significant digits, trailing zeros kept: 0.1 -> '0.10', 12.0 -> '12', 0.61 -> '0.61'."""
+    return format(float(x), "#.2g").rstrip(".")
+
+
 @dataclass
 class PhaseTiming:
     prompt_len: int
@@ -146,8 +151,9 @@ class PhaseTiming:
         from ``step_cost``) and their reading in full sentences: how many prefill tokens' time a decode token
         costs, decode's rate as a fraction of prefill's, and how long decode's FLOPs would take at prefill's
         rate, against the decode step measured. With ``read_rate`` (bytes per second read from memory, measured
-        by the caller) also how long reading decode's bytes would take at that rate, and the machine's balance:
-        prefill's FLOPs per second / ``read_rate``, the FLOPs it does in the time it reads one byte."""
+        by the caller) also how long reading decode's bytes would take at that rate, and the machine's balance at
+        the rate prefill reached: prefill's FLOPs per second / ``read_rate``, the FLOPs it does in the time it
+        reads one byte. Times of these estimates are printed to two significant digits (``sig2``)."""
         pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
         pre_rate, dec_rate = pre.flops / self.prefill_seconds, dec.flops / self.decode_seconds
         step_ms = self.decode_spread().scaled(1e3).median_str()
@@ -159,12 +165,13 @@ class PhaseTiming:
                  f"  A decode token costs the time of {self.ratio_spread().median_str()} prefill tokens, and decode "
                  f"achieves {two_digits(dec_rate / pre_rate)} of prefill's arithmetic rate.",
                  f"  Decode's {dec.flops / 1e6:.1f} MFLOPs at prefill's rate would take "
-                 f"{two_digits(1e3 * dec.flops / pre_rate)} ms"
+                 f"{sig2(1e3 * dec.flops / pre_rate)} ms"
                  + (f", and reading its {dec.bytes / 1e6:.1f} MB at the measured read rate "
-                    f"{two_digits(1e3 * dec.bytes / read_rate)} ms" if read_rate else "")
+                    f"{sig2(1e3 * dec.bytes / read_rate)} ms" if read_rate else "")
                  + f"; the decode step took {step_ms} ms."]
         if read_rate:
-            lines.append(f"  In the time it reads one byte this processor does {two_digits(pre_rate / read_rate)} FLOPs "
+            lines.append(f"  At the arithmetic rate prefill reached on this model, this processor does "
+                         f"{two_digits(pre_rate / read_rate)} FLOPs in the time it reads one byte "
                          f"(prefill's rate / the read rate); prefill asks {pre.intensity:.1f} per byte, "
                          f"decode {dec.intensity:.1f}.")
         return "\n".join(lines)
@@ -239,27 +246,34 @@ class StepTimes:
                          for n, c in zip(self.seconds["naive"], self.seconds["cached"]))
 
     def reading(self, first: tuple, last: tuple, unit: str, names=("first quarter", "last quarter")) -> str:
-        """Three sentences reading two bands (lo, hi) of positions, rounded as the bands print: is the cached
-        line flat (each band's median inside the other's IQR), how much the naive line climbs and how the ratio
-        naive / cached changes, and what fraction of a naive step the cached step takes in the last band (the
-        median of the per-repeat ratios cached / naive)."""
+        """Three sentences reading two bands (lo, hi) of positions, rounded as the bands print: each line's
+        median from the first band to the last with its relative change; how the two changes compare and how
+        the ratio naive / cached changes; and what fraction of a naive step the cached step takes in the last
+        band (the median of the per-repeat ratios cached / naive)."""
         c0, c1 = (self.band("cached", *b).scaled(1e3) for b in (first, last))
-        n0, n1 = (self.band("naive", *b).median for b in (first, last))
+        n0, n1 = (self.band("naive", *b).scaled(1e3) for b in (first, last))
         r0, r1 = self.ratio(*first), self.ratio(*last)
-        flat = c0.contains(c1.median) and c1.contains(c0.median)
-        cached = (f"The cached line stays flat within the clock's spread: its medians in the {names[0]} and the "
-                  f"{names[1]}, {c0.median_str()} and {c1.median_str()} ms per {unit}, each lie inside the other's IQR."
-                  if flat else
-                  f"The cached line is not flat within the clock's spread: its medians in the {names[0]} and the "
-                  f"{names[1]}, {c0.median_str()} and {c1.median_str()} ms per {unit}, do not both lie inside the "
-                  f"other's IQR.")
-        climb = "climbs" if n1 > n0 else "does not climb"
+        pc, pn = 100 * (c1.median / c0.median - 1), 100 * (n1.median / n0.median - 1)
+        change = (f"From the {names[0]} to the {names[1]}, median ms per {unit}: cached {c0.median_str()} → "
+                  f"{c1.median_str()} ({percent(pc)}); naive {n0.median_str()} → {n1.median_str()} ({percent(pn)}).")
+        if abs(pn) <= abs(pc):
+            compare = "The naive line changes no more than the cached one"
+        elif round(abs(pc)) < 1:
+            compare = f"The naive line {'climbs' if pn > 0 else 'falls'} while the cached one changes by less than 1 %"
+        else:
+            compare = (f"The naive line {'climbs' if pn > 0 else 'falls'} {two_digits(abs(pn) / abs(pc))} times as "
+                       f"much as the cached one changes")
         grows = "grows" if r1.median > r0.median else "does not grow"
-        naive = (f"The naive line {climb}: its median in the {names[1]} is {two_digits(n1 / n0)} times that in the "
-                 f"{names[0]}, and the ratio naive / cached {grows}, from {r0.median_str()} to {r1.median_str()}.")
+        compare += f", and the ratio naive / cached {grows}, from {r0.median_str()} to {r1.median_str()}."
         frac = (f"In the {names[1]} a cached step takes {two_digits(self.fraction(*last).median)} of a naive "
                 f"step's time (median over the repeats).")
-        return "\n".join((cached, naive, frac))
+        return "\n".join((change, compare, frac))
+
+
+def percent(p: float) -> str:
+    """A relative change in percent, rounded to a whole percent, signed: +78 %, −6 % (a minus sign), 0 %."""
+    r = round(p)
+    return "0 %" if r == 0 else f"{'+' if r > 0 else '−'}{abs(r)} %"
 
 
 @torch.no_grad()
