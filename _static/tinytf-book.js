@@ -99,7 +99,6 @@
         el.removeAttribute("data-tinytf-scroll");
       }
     });
-    window.tinytfScrollMarks = (window.tinytfScrollMarks || 0) + 1;  // how many passes ran (the browser tests wait for one)
   }
   function later() {
     var mj = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
