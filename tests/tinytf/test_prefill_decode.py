@@ -80,9 +80,10 @@ def test_time_steps_naive_and_cached():
 
 
 def test_readings_print_what_the_prose_refers_to():
-    from tinytf.lab.prefill_decode import StepTimes, PhaseTiming, sig2, two_digits
+    from tinytf.lab.prefill_decode import StepTimes, PhaseTiming, two_digits
     assert two_digits(41.7) == "42" and two_digits(0.0123) == "0.012" and two_digits(8.0) == "8"
-    assert sig2(0.1) == "0.10" and sig2(12.0) == "12" and sig2(0.613) == "0.61"
+    assert two_digits(0.1, keep_zeros=True) == "0.10" and two_digits(12.0, keep_zeros=True) == "12" \
+        and two_digits(0.613, keep_zeros=True) == "0.61"
     s = Spread.of([1.0, 2.0, 3.0, 4.0, 5.0])
     assert s.median_str() == "3" and s.contains(2.0) and not s.contains(4.5)
     # two repeats, two steps per band: the cached line flat at 1 ms, the naive one from 2 to 4 ms
@@ -109,6 +110,6 @@ def test_readings_print_what_the_prose_refers_to():
     assert f"achieves {two_digits(dec.flops / 2e-3 / (pre.flops / 16e-3))} of prefill's arithmetic rate." in report
     assert report.endswith("the decode step took 2.0 ms.")
     with_read = t.report("tiny", cfg, read_rate=1e9)
-    assert f"reading its {dec.bytes / 1e6:.1f} MB at the measured read rate {sig2(1e3 * dec.bytes / 1e9)} ms" in with_read
+    assert f"reading its {dec.bytes / 1e6:.1f} MB at the measured read rate {two_digits(1e3 * dec.bytes / 1e9, keep_zeros=True)} ms" in with_read
     assert (f"At the arithmetic rate prefill reached on this model, this processor does "
             f"{two_digits(pre.flops / 16e-3 / 1e9)} FLOPs in the time it reads one byte") in with_read

@@ -102,14 +102,10 @@ class Spread:
         return self.q1 <= x <= self.q3
 
 
-def two_digits(x: float) -> str:
-    """``x`` to two significant digits, without trailing zeros: 0.0123 -> '0.012', 41.7 -> '42'."""
-    return f"{float(f'{x:.2g}'):g}"
-
-
-def sig2(x: float) -> str:
-    """``x`` to two significant digits, trailing zeros kept: 0.1 -> '0.10', 12.0 -> '12', 0.61 -> '0.61'."""
-    return format(float(x), "#.2g").rstrip(".")
+def two_digits(x: float, keep_zeros: bool = False) -> str:
+    """``x`` to two significant digits: 0.0123 -> '0.012', 41.7 -> '42'; trailing zeros dropped (0.1 -> '0.1')
+    or, with ``keep_zeros``, kept (0.1 -> '0.10', a time whose second digit was measured)."""
+    return format(float(x), "#.2g").rstrip(".") if keep_zeros else f"{float(f'{x:.2g}'):g}"
 
 
 @dataclass
@@ -153,7 +149,7 @@ class PhaseTiming:
         rate, against the decode step measured. With ``read_rate`` (bytes per second read from memory, measured
         by the caller) also how long reading decode's bytes would take at that rate, and the machine's balance at
         the rate prefill reached: prefill's FLOPs per second / ``read_rate``, the FLOPs it does in the time it
-        reads one byte. Times of these estimates are printed to two significant digits (``sig2``)."""
+        reads one byte. Times of these estimates are printed to two significant digits, zeros kept."""
         pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
         pre_rate, dec_rate = pre.flops / self.prefill_seconds, dec.flops / self.decode_seconds
         step_ms = self.decode_spread().scaled(1e3).median_str()
@@ -165,9 +161,9 @@ class PhaseTiming:
                  f"  A decode token costs the time of {self.ratio_spread().median_str()} prefill tokens, and decode "
                  f"achieves {two_digits(dec_rate / pre_rate)} of prefill's arithmetic rate.",
                  f"  Decode's {dec.flops / 1e6:.1f} MFLOPs at prefill's rate would take "
-                 f"{sig2(1e3 * dec.flops / pre_rate)} ms"
+                 f"{two_digits(1e3 * dec.flops / pre_rate, keep_zeros=True)} ms"
                  + (f", and reading its {dec.bytes / 1e6:.1f} MB at the measured read rate "
-                    f"{sig2(1e3 * dec.bytes / read_rate)} ms" if read_rate else "")
+                    f"{two_digits(1e3 * dec.bytes / read_rate, keep_zeros=True)} ms" if read_rate else "")
                  + f"; the decode step took {step_ms} ms."]
         if read_rate:
             lines.append(f"  At the arithmetic rate prefill reached on this model, this processor does "
