@@ -93,7 +93,15 @@ def drive_stepper(page, console_errors, shots_dir: Path | None = None):
     played = page.evaluate("() => window.__frames")
     assert [f for f in played if f != names[0]] == names[1:], played
     page.wait_for_function(f"() => ({TITLE})().startsWith('{n}/{n}')")
-    assert page.evaluate("() => document.querySelector('[data-test-stepper]').layout.sliders[0].active") == n - 1
+    # plotly moves its slider to the shown frame through a relayout of its own, which can land after the
+    # frame is drawn (a CI run once read the slider at 0 right after the last frame): wait for it, up to 10 s
+    active = "() => document.querySelector('[data-test-stepper]').layout.sliders[0].active"
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # (playwright: browser tests only)
+    try:
+        page.wait_for_function(f"() => ({active})() === {n - 1}", timeout=10_000)
+    except PlaywrightTimeoutError:
+        pass  # the assert below says what went wrong
+    assert page.evaluate(active) == n - 1, "the slider does not follow Play to the last frame"
     assert not console_errors, console_errors
     return names
 
