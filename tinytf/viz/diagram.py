@@ -24,6 +24,9 @@ COLORS = {  # fill colours by kind of step (colour-blind-safe pairs from the Oka
     "io": "#ffffff",
 }
 BOX_W, BOX_H, STEP = 2.6, 0.62, 1.0
+# The block's input and output are named in words, not with a letter: the chapters write the stream as x
+# (chapter 5) or H (chapter 6), and H is also the number of heads, so no one letter fits every chapter.
+STREAM_IN, STREAM_OUT = "residual stream in  [B, T, C]", "residual stream out  [B, T, C]"
 
 
 @dataclass
@@ -109,25 +112,25 @@ def _figure(title, x_range, y_range, height, width=None):
 
 def _block_steps(norm_position: str, norm: str, attention: str, ffn: str, cross: bool = False):
     if norm_position == "pre":
-        steps = [Step("stream in  H  [B, T, C]", "io"), Step(norm, "norm"), Step(attention, "attention"),
+        steps = [Step(STREAM_IN, "io"), Step(norm, "norm"), Step(attention, "attention"),
                  Step("", "add")]
         residuals = [(0, 3)]
         if cross:
             steps += [Step(norm, "norm"), Step("cross-attention<br>(K, V from the memory)", "cross"), Step("", "add")]
             residuals.append((3, 6))
         start = len(steps) - 1
-        steps += [Step(norm, "norm"), Step(ffn, "ffn"), Step("", "add"), Step("stream out  H′  [B, T, C]", "io")]
+        steps += [Step(norm, "norm"), Step(ffn, "ffn"), Step("", "add"), Step(STREAM_OUT, "io")]
         residuals.append((start, start + 3))
         return steps, residuals
     if norm_position == "post":
-        steps = [Step("stream in  H  [B, T, C]", "io"), Step(attention, "attention"), Step("", "add"),
+        steps = [Step(STREAM_IN, "io"), Step(attention, "attention"), Step("", "add"),
                  Step(norm, "norm")]
         residuals = [(0, 2)]
         if cross:
             steps += [Step("cross-attention<br>(K, V from the memory)", "cross"), Step("", "add"), Step(norm, "norm")]
             residuals.append((3, 5))
         start = len(steps) - 1
-        steps += [Step(ffn, "ffn"), Step("", "add"), Step(norm, "norm"), Step("stream out  H′  [B, T, C]", "io")]
+        steps += [Step(ffn, "ffn"), Step("", "add"), Step(norm, "norm"), Step(STREAM_OUT, "io")]
         residuals.append((start, start + 2))
         return steps, residuals
     raise ValueError(f"norm_position must be 'pre' or 'post', got {norm_position!r}")
