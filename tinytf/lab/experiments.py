@@ -123,6 +123,7 @@ class LayerProfile:
     token_similarity: list  # per block (arithmetic mean over seeds)
     per_seed: list = field(default_factory=list, repr=False)  # the LayerMeasurement of each seed
     precision_gap: float = 0.0  # largest relative difference float32 vs float64, same weights (nan: not checked)
+    grad_norm_float64: list = field(default_factory=list, repr=False)  # grad_norm of the float64 run (empty: not checked)
 
     @property
     def chaotic(self) -> bool:
@@ -202,7 +203,7 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
     key = (cfg, tuple(seeds), init_std, batch, seq_len, random_stream, check_precision)
     if key in _MEASURED:
         return _copy(_MEASURED[key], label or describe(cfg))
-    runs, gap = [], 0.0
+    runs, exact_runs, gap = [], [], 0.0
     with torch.random.fork_rng(), one_thread():
         for seed in seeds:
             torch.manual_seed(seed)
@@ -215,6 +216,7 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
             runs.append(measure_layers(model, ids, targets, stream))
             if check_precision:
                 exact = measure_layers(model.double(), ids, targets, None if stream is None else stream.double())
+                exact_runs.append(exact)
                 gap = max(gap, _relative_gap(runs[-1].grad_norm + runs[-1].activation_rms,
                                              exact.grad_norm + exact.activation_rms))
     _MEASURED[key] = LayerProfile(
@@ -227,6 +229,7 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
         token_similarity=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in runs))],
         per_seed=runs,
         precision_gap=gap if check_precision else float("nan"),
+        grad_norm_float64=_geometric_mean([r.grad_norm for r in exact_runs]) if exact_runs else [],
     )
     return _copy(_MEASURED[key], label or describe(cfg))
 
@@ -237,7 +240,8 @@ def _relative_gap(values, reference) -> float:
 
 def _copy(profile: LayerProfile, label: str) -> LayerProfile:
     return dataclasses.replace(profile, label=label, activation_rms=list(profile.activation_rms),
-                               grad_norm=list(profile.grad_norm), token_similarity=list(profile.token_similarity),
+                               grad_norm=list(profile.grad_norm), grad_norm_float64=list(profile.grad_norm_float64),
+                               token_similarity=list(profile.token_similarity),
                                per_seed=list(profile.per_seed))
 
 
