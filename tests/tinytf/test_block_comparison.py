@@ -345,6 +345,22 @@ def test_the_warmup_is_a_factor():
     assert bc.paired_differences(r, "A", "B", choice=(100, 0.1)) == [(s, pytest.approx(0.05 - 5.0)) for s in (0, 1, 2)]
 
 
+def test_warmup_table_marks_a_best_rate_at_an_edge_of_the_grid():
+    """'*' after a best rate at the first or last rate of the grid, with a footnote; none for an interior one."""
+    r = fake_results()  # A: best 0.01 (interior), B: best 0.1 (last rate)
+    rows = {line.split()[0]: line for line in bc.warmup_table(r).splitlines()[2:4]}
+    assert "0.1*" in rows["B"] and "0.01 " in rows["A"] and "*" not in rows["A"]
+    assert bc.warmup_table(r).splitlines()[-1].startswith("* best at the edge of the grid searched")
+    r["runs"]["A"] = [x for x in r["runs"]["A"] if x["lr"] != 0.01]  # A: best now the first rate of its grid
+    r["runs"]["B"] = [x for x in r["runs"]["B"] if x["lr"] != 0.01]
+    r["settings"]["lrs"] = [0.001, 0.1]
+    assert "0.001*" in bc.warmup_table(r).splitlines()[2]
+    r = fake_results()
+    r["runs"]["B"] = [run(s, lr, 1.0 if lr == 0.01 else 3.0, 1.0) for s in (0, 1, 2) for lr in (0.001, 0.01, 0.1)]
+    table = bc.warmup_table(r)  # both best at 0.01, inside the grid: no mark, no footnote
+    assert "*" not in table and len(table.splitlines()) == 4
+
+
 def test_best_lr_selection():
     r = fake_results()
     assert bc.best_lrs(r) == {"A": 0.01, "B": 0.1}
