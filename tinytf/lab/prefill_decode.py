@@ -147,9 +147,9 @@ class PhaseTiming:
         from ``step_cost``) and their reading in full sentences: how many prefill tokens' time a decode token
         costs, decode's rate as a fraction of prefill's, and how long decode's FLOPs would take at prefill's
         rate, against the decode step measured. With ``read_rate`` (bytes per second read from memory, measured
-        by the caller) also how long reading decode's bytes would take at that rate, and the machine's balance at
-        the rate prefill reached: prefill's FLOPs per second / ``read_rate``, the FLOPs it does in the time it
-        reads one byte. Times of these estimates are printed to two significant digits, zeros kept."""
+        by the caller) also how long reading decode's bytes would take at that rate, and what fraction of the
+        measured decode step the two estimates together make. (The machine's balance, peak FLOP/s / bytes read
+        per second, is a property of the processor, not of one model: the caller computes it once.) Times of these estimates are printed to two significant digits, zeros kept."""
         pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
         pre_rate, dec_rate = pre.flops / self.prefill_seconds, dec.flops / self.decode_seconds
         step_ms = self.decode_spread().scaled(1e3).median_str()
@@ -164,12 +164,10 @@ class PhaseTiming:
                  f"{two_digits(1e3 * dec.flops / pre_rate, keep_zeros=True)} ms"
                  + (f", and reading its {dec.bytes / 1e6:.1f} MB at the measured read rate "
                     f"{two_digits(1e3 * dec.bytes / read_rate, keep_zeros=True)} ms" if read_rate else "")
-                 + f"; the decode step took {step_ms} ms."]
-        if read_rate:
-            lines.append(f"  At the arithmetic rate prefill reached on this model, this processor does "
-                         f"{two_digits(pre_rate / read_rate)} FLOPs in the time it reads one byte "
-                         f"(prefill's rate / the read rate); prefill asks {pre.intensity:.1f} per byte, "
-                         f"decode {dec.intensity:.1f}.")
+                 + f"; the decode step took {step_ms} ms"
+                 + (f", of which the two estimates together make "
+                    f"{two_digits((dec.flops / pre_rate + dec.bytes / read_rate) / self.decode_seconds)}"
+                    if read_rate else "") + "."]
         return "\n".join(lines)
 
 
@@ -243,33 +241,42 @@ class StepTimes:
 
     def reading(self, first: tuple, last: tuple, unit: str, names=("first quarter", "last quarter")) -> str:
         """Three sentences reading two bands (lo, hi) of positions, rounded as the bands print: each line's
-        median from the first band to the last with its relative change; how the two changes compare and how
-        the ratio naive / cached changes; and what fraction of a naive step the cached step takes in the last
-        band (the median of the per-repeat ratios cached / naive)."""
-        c0, c1 = (self.band("cached", *b).scaled(1e3) for b in (first, last))
-        n0, n1 = (self.band("naive", *b).scaled(1e3) for b in (first, last))
+        median from the first band to the last with its relative change (to the nearest 10 %, as precise as the
+        timings are); whether each change exceeds the spread of the step times (the two bands' IQRs do not overlap)
+        and how the ratio naive / cached changes; and what fraction of a naive step the cached step takes in the
+        last band (the median of the per-repeat ratios cached / naive)."""
+        cs = [self.band("cached", *b).scaled(1e3) for b in (first, last)]
+        ns = [self.band("naive", *b).scaled(1e3) for b in (first, last)]
+        (c0, c1), (n0, n1) = cs, ns
         r0, r1 = self.ratio(*first), self.ratio(*last)
         pc, pn = 100 * (c1.median / c0.median - 1), 100 * (n1.median / n0.median - 1)
         change = (f"From the {names[0]} to the {names[1]}, median ms per {unit}: cached {c0.median_str()} → "
                   f"{c1.median_str()} ({percent(pc)}); naive {n0.median_str()} → {n1.median_str()} ({percent(pn)}).")
+
+        def overlap(a, b):
+            return a.q1 <= b.q3 and b.q1 <= a.q3
+
         if abs(pn) <= abs(pc):
             compare = "The naive line changes no more than the cached one"
-        elif round(abs(pc)) < 1:
-            compare = f"The naive line {'climbs' if pn > 0 else 'falls'} while the cached one changes by less than 1 %"
         else:
-            compare = (f"The naive line {'climbs' if pn > 0 else 'falls'} {two_digits(abs(pn) / abs(pc))} times as "
-                       f"much as the cached one changes")
+            compare = (f"The naive line {'climbs' if pn > 0 else 'falls'}"
+                       + (" (its two IQRs overlap: within the spread of the step times)" if overlap(n0, n1) else
+                          " (its two IQRs do not overlap: beyond the spread of the step times)")
+                       + "; the cached one's change is "
+                       + ("within the spread of its step times (its two IQRs overlap)" if overlap(c0, c1) else
+                          "smaller, but beyond the spread of its step times (its two IQRs do not overlap)"))
         grows = "grows" if r1.median > r0.median else "does not grow"
-        compare += f", and the ratio naive / cached {grows}, from {r0.median_str()} to {r1.median_str()}."
+        compare += f"; the ratio naive / cached {grows}, from {r0.median_str()} to {r1.median_str()}."
         frac = (f"In the {names[1]} a cached step takes {two_digits(self.fraction(*last).median)} of a naive "
                 f"step's time (median over the repeats).")
         return "\n".join((change, compare, frac))
 
 
 def percent(p: float) -> str:
-    """A relative change in percent, rounded to a whole percent, signed: +78 %, −6 % (a minus sign), 0 %."""
-    r = round(p)
-    return "0 %" if r == 0 else f"{'+' if r > 0 else '−'}{abs(r)} %"
+    """A relative change between two timings, rounded to the nearest 10 % (the timings are not more precise),
+    signed: about +80 %, about −10 % (a minus sign), about 0 %."""
+    r = int(round(p / 10) * 10)
+    return "about 0 %" if r == 0 else f"about {'+' if r > 0 else '−'}{abs(r)} %"
 
 
 @torch.no_grad()
