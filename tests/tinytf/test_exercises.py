@@ -128,6 +128,21 @@ def test_cross_attention_with_a_mask_fails():
     assert not E.check("cross_attention", masked)
 
 
+def test_cross_attention_that_reshapes_the_memory_with_the_target_length_fails():
+    def target_length_for_keys(x, memory, attn):  # bug: K and V split into heads with T positions, not S
+        B, T, _ = x.shape
+        H, D = attn.n_heads, attn.d_head
+        heads = lambda t: t.view(B, T, H, D).transpose(1, 2)
+        q, k, v = heads(attn.q_proj(x)), heads(attn.k_proj(memory)), heads(attn.v_proj(memory))
+        w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(D), -1)
+        return attn.o_proj((w @ v).transpose(1, 2).reshape(B, T, H * D))
+
+    result = E.check("cross_attention", target_length_for_keys)
+    assert not result and "your function raised" in result.report()
+    passed = E.check("cross_attention", E.REFERENCE["cross_attention"]).report()
+    assert "passed: queries [1, 5, 128] read memory [1, 6, 128]; output shape [1, 5, 128]" in passed
+
+
 def test_gqa_with_the_wrong_grouping_names_the_heads():
     def tiled(q, k, v):  # repeat instead of repeat_interleave: query head 1 gets K/V head 1, not 0
         return E.REFERENCE["causal_attention"](q, k.repeat(1, 2, 1, 1), v.repeat(1, 2, 1, 1))
