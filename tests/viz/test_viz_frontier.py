@@ -147,3 +147,22 @@ def test_recorded_logit_growth_file_supports_the_chapter():
     runs = recorded["runs"]
     assert set(runs) == {"plain", "QK-norm"} and all(len(r) == 3 for r in runs.values())
     assert min(r["max_logit"][-1] for r in runs["plain"]) > max(max(r["max_logit"]) for r in runs["QK-norm"])
+
+
+def test_every_animated_figure_has_the_one_set_of_controls():
+    """Play/Pause and the step slider of every animated figure come from one builder
+    (tinytf.viz.common.animation_controls): the same two buttons, and slider steps naming the frames in order."""
+    from tinytf.viz import animations
+    from tinytf.viz.cache import cache_growth
+
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=128))
+    figs = {"stepper": tinytf.viz.block_stepper(model, "cat"), "cache": cache_growth(model, tinytf.encode("ab"), 3),
+            "window": fv.sliding_window_figure(LOCAL_GLOBAL, 5), "rope": animations.rope_animation(),
+            "router": fv.router_figure(tinytf.TinyTransformer(MOE), tinytf.encode("abc"), layer=1)}
+    for name, fig in figs.items():
+        steps = fig.layout.sliders[0].steps
+        assert [s.args[0][0] for s in steps] == [f.name for f in fig.frames], name
+        play, pause = fig.layout.updatemenus[0].buttons
+        assert (play.label, pause.label) == ("▶ Play", "❚❚ Pause"), name
+        assert play.args[0] is None and play.args[1]["fromcurrent"] is True and list(pause.args[0]) == [None], name

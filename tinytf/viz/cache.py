@@ -23,7 +23,7 @@ from ..errors import TinyTFInputError
 from ..generation import generate, whole_number
 from ..models import TinyTransformer, check_ids
 from ..tokens import token_labels
-from .common import FONT, OKABE_ITO, SEQUENTIAL
+from .common import FONT, OKABE_ITO, SEQUENTIAL, animation_controls
 
 
 def _norms(tensor) -> list:
@@ -138,19 +138,9 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
     fig.frames = [go.Frame(name=str(k), data=traces(k), traces=[0, 1],
                            layout=dict(shapes=shapes(k), title=dict(text=title(k))))
                   for k in range(len(snaps))]
-    slider = dict(active=0, currentvalue=dict(prefix="step "), pad=dict(t=50), x=0.22, len=0.78,
-                  steps=[dict(label=str(k), method="animate",
-                              args=[[str(k)], dict(mode="immediate", frame=dict(duration=0, redraw=True),
-                                                   transition=dict(duration=0))]) for k in range(len(snaps))])
-    play = dict(type="buttons", showactive=False, direction="left", x=0.0, y=-0.1, xanchor="left", yanchor="top",
-                pad=dict(t=50),
-                buttons=[dict(label="▶ play", method="animate",
-                              args=[None, dict(frame=dict(duration=700, redraw=True), fromcurrent=True,
-                                               transition=dict(duration=0))]),
-                         dict(label="❚❚ pause", method="animate",
-                              args=[[None], dict(mode="immediate", frame=dict(duration=0, redraw=False))])])
     fig.update_layout(template="plotly_white", font=FONT, height=560, showlegend=False, shapes=shapes(0),
-                      title=dict(text=title(0), font=dict(size=13)), sliders=[slider], updatemenus=[play],
+                      title=dict(text=title(0), font=dict(size=13)), **animation_controls([str(k) for k in range(len(snaps))], [str(k) for k in range(len(snaps))], 700,
+                                         "step ", buttons=dict(y=-0.1)),
                       margin=dict(l=80, r=20, t=80, b=110))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     fig.update_xaxes(title="generation step", range=[-0.5, steps[-1] + 0.5], dtick=1, row=2, col=1)

@@ -216,22 +216,25 @@ def _lazy_frame_class():
 _Frame = _lazy_frame_class()
 
 
-def animation_controls(names: list, labels: list, frame_ms: int, prefix: str) -> dict:
+def animation_controls(names: list, labels: list, frame_ms: int, prefix: str, *, slider: dict | None = None,
+                       buttons: dict | None = None) -> dict:
     """Layout entries for an animated figure: a step slider over the frames ``names`` (labelled ``labels``)
-    and Play/Pause buttons. JupyterLab draws these; the HTML book replaces them by keyboard-operable
-    controls bound to the same frames."""
+    and Play/Pause buttons; ``slider`` and ``buttons`` override where plotly puts them (keys of a plotly
+    slider / updatemenu). JupyterLab and plain plotly draw these; the HTML book and the live widget replace
+    them by keyboard-operable controls bound to the same frames (the figure core)."""
+    still = dict(duration=0)
     steps = [dict(label=lab, method="animate",
-                  args=[[n], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
+                  args=[[n], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=still)])
              for n, lab in zip(names, labels)]
+    play = dict(label="▶ Play", method="animate",
+                args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True, transition=still,
+                                 mode="immediate")])
+    pause = dict(label="❚❚ Pause", method="animate",
+                 args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate", transition=still)])
     return dict(
-        sliders=[dict(active=0, steps=steps, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=50, b=0),
-                      currentvalue=dict(prefix=prefix, visible=True, xanchor="left"), transition=dict(duration=0))],
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
-                          pad=dict(t=50, r=10), showactive=False, buttons=[
-                              dict(label="▶ Play", method="animate",
-                                   args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
-                                                    transition=dict(duration=0), mode="immediate")]),
-                              dict(label="❚❚ Pause", method="animate",
-                                   args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
-                                                      transition=dict(duration=0))])])],
+        sliders=[dict(dict(active=0, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=50, b=0), transition=still,
+                           currentvalue=dict(prefix=prefix, visible=True, xanchor="left")), **(slider or {}),
+                      steps=steps)],
+        updatemenus=[dict(dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
+                               pad=dict(t=50, r=10), showactive=False), **(buttons or {}), buttons=[play, pause])],
     )

@@ -23,7 +23,7 @@ from ..lab.cache_memory import format_bytes, kv_cache_bytes
 from ..lab.frontier import gradient_reach
 from ..models import TinyTransformer
 from ..tokens import encode, token_labels
-from .common import FONT, OKABE_ITO, arr
+from .common import FONT, OKABE_ITO, animation_controls, arr
 
 __all__ = ["window_masks", "sliding_window_figure", "cache_context_figure", "expert_load",
            "router_figure", "logit_growth_figure"]
@@ -31,23 +31,10 @@ __all__ = ["window_masks", "sliding_window_figure", "cache_context_figure", "exp
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
-def _buttons(frame_ms: int):
-    return dict(type="buttons", showactive=False, direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
-                pad=dict(t=60), font=dict(size=12),
-                buttons=[dict(label="▶ play", method="animate",
-                              args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
-                                               transition=dict(duration=0), mode="immediate")]),
-                         dict(label="❚❚ pause", method="animate",
-                              args=[[None], dict(mode="immediate", frame=dict(duration=0, redraw=False),
-                                                 transition=dict(duration=0))])])
-
-
-def _slider(names, labels, prefix):
-    return dict(active=0, currentvalue=dict(prefix=prefix, font=dict(size=12)), pad=dict(t=50), x=0.2, len=0.8,
-                y=0, yanchor="top",
-                steps=[dict(label=lab, method="animate",
-                            args=[[n], dict(mode="immediate", frame=dict(duration=0, redraw=True),
-                                            transition=dict(duration=0))]) for n, lab in zip(names, labels)])
+def _controls(names, labels, prefix, frame_ms):
+    return animation_controls(names, labels, frame_ms, prefix,
+                              slider=dict(currentvalue=dict(prefix=prefix, font=dict(size=12)), x=0.2, len=0.8),
+                              buttons=dict(pad=dict(t=60), font=dict(size=12)))
 
 
 def _model_and_ids(model_or_cfg, T, ids):
@@ -137,8 +124,7 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
                   for q, n in zip(range(T), names)]
     fig.update_layout(template="plotly_white", font=FONT, height=440, shapes=shapes(0),
                       title=dict(text=title(0), font=dict(size=13), x=0.01, xanchor="left"),
-                      margin=dict(l=50, r=20, t=100, b=120), sliders=[_slider(names, names, "query position ")],
-                      updatemenus=[_buttons(frame_ms)])
+                      margin=dict(l=50, r=20, t=100, b=120), **_controls(names, names, "query position ", frame_ms))
     for i in range(L):
         fig.update_yaxes(autorange="reversed", title="query" if i == 0 else None, row=1, col=i + 1, dtick=2)
         fig.update_xaxes(title="key", row=1, col=i + 1, dtick=2)
@@ -240,8 +226,7 @@ def router_figure(model, ids, layer: int = 0, frame_ms: int = 1500):
     fig.update_layout(template="plotly_white", font=FONT, height=520, showlegend=False,
                       title=dict(text=title(0), font=dict(size=13), x=0.01, xanchor="left"),
                       margin=dict(l=60, r=20, t=90, b=120),
-                      sliders=[_slider(names, [f"{t}: {labels[t]}" for t in range(T)], "token ")],
-                      updatemenus=[_buttons(frame_ms)])
+                      **_controls(names, [f"{t}: {labels[t]}" for t in range(T)], "token ", frame_ms))
     fig.update_yaxes(range=[min(lo - pad, 0), hi + pad], title="score", row=1, col=1)
     fig.update_yaxes(range=[0, T + 0.5], dtick=1, title="tokens", row=2, col=1)
     return fig

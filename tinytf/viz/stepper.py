@@ -6,8 +6,8 @@ from __future__ import annotations
 
 
 from . import binding as bnd
-from .common import (DIVERGING, FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, axis_labels, get_traced, make_figure,
-                     outputs_shape)
+from .common import (DIVERGING, FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, animation_controls, axis_labels, get_traced,
+                     make_figure, outputs_shape)
 from .stages import block_stages
 
 # Which stages move information between positions. tinytf.viz.shapes.measure_mixing measures
@@ -203,27 +203,13 @@ def _constant_traces(cv: _Canvas, T: int, ylab) -> list:
     return consts + _diagram_constants(T, ylab)
 
 
-def _controls(frame_ms: int, plot_h: int, slider_steps: list) -> dict:
+def _controls(frame_ms: int, plot_h: int, stages: list) -> dict:
     """Play / Pause below the slider (so that the two never overlap however narrow the page is), the stage slider."""
-    return dict(
-        updatemenus=[dict(
-            type="buttons", direction="left", x=0.0, y=-98 / plot_h, xanchor="left", yanchor="top",
-            pad=dict(t=0, r=0), showactive=False, font=dict(size=12),
-            buttons=[
-                dict(label="▶ Play", method="animate",
-                     args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
-                                      transition=dict(duration=0), mode="immediate")]),
-                dict(label="❚❚ Pause", method="animate",
-                     args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
-                                        transition=dict(duration=0))]),
-            ],
-        )],
-        sliders=[dict(
-            active=0, steps=slider_steps, x=0.03, len=0.93, y=0, yanchor="top", pad=dict(t=26, b=0),
-            currentvalue=dict(prefix="stage: ", font=dict(size=12), visible=True, xanchor="left", offset=4),
-            font=dict(size=9), transition=dict(duration=0), ticklen=4,
-        )],
-    )
+    return animation_controls(
+        [st.key for st in stages], [f"{k + 1} {st.name}" for k, st in enumerate(stages)], frame_ms, "stage: ",
+        buttons=dict(y=-98 / plot_h, pad=dict(t=0, r=0), font=dict(size=12)),
+        slider=dict(x=0.03, len=0.93, pad=dict(t=26, b=0), font=dict(size=9), ticklen=4,
+                    currentvalue=dict(prefix="stage: ", font=dict(size=12), visible=True, xanchor="left", offset=4)))
 
 
 def _stepper_layout(cv: _Canvas, first: dict, T: int, ylab, fig_height: int, controls: dict) -> dict:
@@ -274,10 +260,6 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
     cv = _Canvas(trace, b, stages, C, T)
     frames = [_stage_frame(cv, st, rows, k, len(stages), t, T, ylab)
               for k, (st, rows) in enumerate(zip(stages, cv.layouts))]
-    slider_steps = [dict(
-        label=f"{k + 1} {st.name}", method="animate",
-        args=[[st.key], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))],
-    ) for k, st in enumerate(stages)]
     _pad_annotations(frames)
     consts = _constant_traces(cv, T, ylab)
     first = frames[0]
@@ -285,7 +267,7 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
     initial_data = [dict(c, **d) for c, d in zip(consts, first["data"])]
     fig_height = height or int(BOTTOM + 150 + cv.n_rows * (T * 21 + 44))
     plot_h = fig_height - 96 - BOTTOM
-    layout = _stepper_layout(cv, first, T, ylab, fig_height, _controls(frame_ms, plot_h, slider_steps))
+    layout = _stepper_layout(cv, first, T, ylab, fig_height, _controls(frame_ms, plot_h, stages))
     return make_figure(initial_data, layout, frames)
 
 
