@@ -246,7 +246,7 @@ def main(argv=None) -> int:
                       const d = document.querySelector('{lab.FIGURE}');
                       return {{received: Number(d.dataset.tinytfReceived) - window.__tinytfChange,
                               kind: d.dataset.tinytfUpdate,
-                              stage: d.layout.sliders ? d.layout.sliders[0].steps[d.layout.sliders[0].active].args[0][0] : null}};
+                              stage: d._tinytf && d._tinytf.steps.length ? d._tinytf.steps[d._tinytf.index].name : null}};
                     }}""")
                     rows.append(dict(control=control, value=value, total_ms=total, kernel_ms=t["received"],
                                      draw_ms=total - t["received"], kind=t["kind"], stage_kept=t["stage"] == "scores"))

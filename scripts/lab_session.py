@@ -208,28 +208,37 @@ def control(page, label: str):
 
 
 def set_stage(page, index: int) -> None:
-    """Click the stepper's slider on step ``index`` (0-based), as a reader would."""
-    tick = page.locator(f"{FIGURE} .slider-tick-rect").nth(index).bounding_box()
-    rail = page.locator(f"{FIGURE} .slider-rail-touch-rect").first.bounding_box()
-    page.mouse.click(tick["x"] + tick["width"] / 2, rail["y"] + rail["height"] / 2)
+    """Put the stepper on step ``index`` (0-based) as a keyboard reader would: the figure core's range input
+    (its HTML controls), Home, then the right arrow ``index`` times."""
+    rng = page.locator(f".tinytf-figwrap:has({FIGURE}) input.tinytf-anim-range").first
+    rng.focus()
+    page.keyboard.press("Home")
+    for _ in range(index):
+        page.keyboard.press("ArrowRight")
     page.wait_for_function(f"""() => {{
-      const d = document.querySelector('{FIGURE}');
-      return d.layout.sliders[0].active === {index} && d._fullLayout.title.text.startsWith('<b>{index + 1}/');
+      const d = document.querySelector('{FIGURE}'), rec = d._tinytf;
+      return rec.index === {index} && rec.controls.range.value === '{index}'
+        && rec.caption.textContent.startsWith('{index + 1}/');
     }}""")
 
 
+# the figure core's record of the drawn figure (el._tinytf): its steps, the one shown, its caption and controls
 STATE = f"""() => {{
-  const d = document.querySelector('{FIGURE}');
-  const s = (d.layout.sliders || [])[0];
+  const d = document.querySelector('{FIGURE}'), rec = d._tinytf, wrap = d.closest('.tinytf-figwrap');
+  const range = wrap.querySelector('input.tinytf-anim-range');
   return {{draws: Number(d.dataset.tinytfDraws), rev: Number(d.dataset.tinytfRev), mark: d.__tinytfMark || null,
-          title: d._fullLayout.title.text, active: s ? s.active : null,
-          current: [...d.querySelectorAll('.slider-container text')].map((t) => t.textContent)
-                     .find((t) => t.includes(':')) || null,
+          title: rec.frameTitle(rec.steps.length ? rec.index : 0), caption: rec.caption.textContent,
+          active: range ? Number(range.value) : null,
+          stage: rec.steps.length ? rec.steps[rec.index].name : null,
+          current: range ? range.getAttribute('aria-valuetext') : null,
+          controls: wrap.querySelectorAll('.tinytf-anim-controls').length,
+          plotly_controls: d.querySelectorAll('.slider-rail-rect, .updatemenu-button').length,
           z: JSON.stringify(d.data.map((t) => t.z === undefined ? null : t.z))}};
 }}"""
 
 
 def state(page) -> dict:
-    """The drawn figure: redraw count, revision, title, slider position and the text it shows (e.g. "stage: 5 scores"),
-    and a fingerprint of its numbers."""
+    """The drawn figure: redraw count, revision, title (plotly text of the step shown) and caption, the step
+    (range value, frame name, the text the range announces, e.g. "5 of 15: 5 scores"), how many core
+    controls and plotly slider / button parts it shows, and a fingerprint of its numbers."""
     return page.evaluate(STATE)

@@ -47,9 +47,11 @@ def test_stepper_controls_are_filled_on_first_draw(browser, book_html):
 # The same figure spec through the book's path (tinytfCore.draw, its HTML controls, then update() as the
 # static panel redraws on the reader's step) and through the live widget's path (FigureView's ES module,
 # as tinytf.viz.figure_view builds it, with a stand-in for anywidget's model: the figure arrives as a
-# "full" message, the reader moves plotly's slider, the next message redraws on that step). Compared on
-# each step: the traces drawn (every value that says what is shown), the title, the annotations' text,
-# the steps of the controls and the one shown. Also: the core's merge equals Plotly.animate's own.
+# "full" message, the reader moves the range of the core's controls, the next message redraws on that
+# step). Compared on each step: the traces drawn (every value that says what is shown), the title, the
+# annotations' text, the steps of the controls, the one shown and what the range announces. Both show the
+# core's HTML controls (in the widget's element) and neither plotly's slider nor its buttons. Also: the
+# core's merge equals Plotly.animate's own.
 
 from tinytf.viz.figure_view import widget_esm  # noqa: E402
 
@@ -81,7 +83,9 @@ BOOK = """async ([fig, k, keys]) => {
           caption: window.__plain([...rec.caption.children].map((c) => c.textContent).join(' ')), texts: window.__texts(el.layout),
           shapes: window.__shapes(el.layout),
           steps: rec.steps.map((s) => s.label), index: Number(range.value), max: Number(range.max),
-          readout: rec.controls.out.textContent, valuetext: range.getAttribute('aria-valuetext')};
+          readout: rec.controls.out.textContent, valuetext: range.getAttribute('aria-valuetext'),
+          controls: rec.wrap.querySelectorAll('.tinytf-anim-controls').length,
+          plotly: el.querySelectorAll('.slider-rail-rect, .updatemenu-button').length};
 }"""
 
 WIDGET = """async ([esm, fig, k, keys]) => {
@@ -101,19 +105,24 @@ WIDGET = """async ([esm, fig, k, keys]) => {
     const t = setInterval(() => { if (Number((gd() || {dataset: {}}).dataset.tinytfDraws || 0) >= n) { clearInterval(t); resolve(); } }, 20);
   });
   await drawn(1);
-  const div = gd(), n = Number(div.dataset.tinytfDraws);
-  // the reader clicks step k of plotly's slider: the slider moves and the frame is animated
-  const name = tinytfCore.stepFrame(div.layout.sliders[0].steps[k]);
-  await Plotly.relayout(div, {'sliders[0].active': k});
-  await Plotly.animate(div, [name], {mode: 'immediate', frame: {duration: 0, redraw: true}, transition: {duration: 0}});
+  const div = gd(), n = Number(div.dataset.tinytfDraws), rec = div._tinytf;
+  // the reader moves the range of the core's controls to step k: the frame is animated
+  const range = rec.wrap.querySelector('input.tinytf-anim-range');
+  range.value = String(k); range.dispatchEvent(new Event('input'));
+  await new Promise((r) => setTimeout(r, 50));
   // the next message from Python (here: nothing changed) redraws the figure on the reader's step
   const rev = window.__widget.rev;
   window.__widget.rev += 1;
   window.__deliver({type: 'patch', base: rev, rev: rev + 1, ops: []});
   await drawn(n + 1);
-  const s = div.layout.sliders[0];
-  return {traces: window.__traces(div, keys), title: window.__plain(div.layout.title && div.layout.title.text),
-          texts: window.__texts(div.layout), shapes: window.__shapes(div.layout), steps: s.steps.map((x) => String(x.label)), index: s.active};
+  return {traces: window.__traces(div, keys), title: window.__plain(rec.frameTitle(rec.index)),
+          caption: window.__plain([...rec.caption.children].map((c) => c.textContent).join(' ')),
+          texts: window.__texts(div.layout), shapes: window.__shapes(div.layout), steps: rec.steps.map((x) => x.label),
+          index: Number(range.value), at: rec.index, draws: Number(div.dataset.tinytfDraws) - n,
+          readout: rec.controls.out.textContent, valuetext: range.getAttribute('aria-valuetext'),
+          inWidget: rec.wrap.parentNode === document.getElementById('widget'),
+          controls: rec.wrap.querySelectorAll('.tinytf-anim-controls').length,
+          plotly: document.getElementById('widget').querySelectorAll('.slider-rail-rect, .updatemenu-button').length};
 }"""
 
 
@@ -168,6 +177,13 @@ def test_book_and_widget_draw_the_same_figure(browser, which):
             assert book["steps"] == widget["steps"] and len(book["steps"]) == n
             assert book["index"] == widget["index"] == k and book["max"] == n - 1
             assert book["readout"] == book["valuetext"] == f"{k + 1} of {n}: {book['steps'][k]}"
+            # the widget shows the core's controls, kept on the reader's step across the update
+            assert widget["readout"] == widget["valuetext"] == book["readout"], k
+            assert widget["title"] == widget["caption"], k
+            assert widget["at"] == k, k
+            assert widget["draws"] == 1 and widget["inWidget"], k
+            assert book["controls"] == widget["controls"] == 1, k
+            assert book["plotly"] == widget["plotly"] == 0, f"step {k}: plotly's own slider or buttons are drawn"
         assert not errors, errors
     finally:
         context.close()

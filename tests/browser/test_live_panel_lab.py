@@ -1,6 +1,8 @@
-"""The live panel in a real JupyterLab (Chromium, driven like a reader): a control change redraws the
-figure in place (same plot div, new numbers), the block stepper stays on the stage the reader chose,
-plotly.js comes from the kernel (no other host), and nothing is logged as an error.
+"""The live panel in a real JupyterLab (Chromium, driven like a reader): the widget draws through the figure
+core (its HTML caption and animation controls, not plotly's slider and buttons), a control change
+redraws the figure in place (same plot div, new numbers), the block stepper stays on the stage the
+reader chose (also across another view and back), plotly.js comes from the kernel (no other host),
+a dark JupyterLab draws a dark figure, and nothing is logged as an error.
 
 Starts ``.venv/bin/jupyter lab`` on a free port with a random token and a temporary notebook
 (scripts/lab_session.py); skipped with the reason when JupyterLab cannot start. Speed is measured
@@ -28,10 +30,13 @@ def jupyterlab():
 
 
 def stage_name(page) -> str:
-    return page.evaluate(f"""() => {{
-      const s = document.querySelector('{lab.FIGURE}').layout.sliders[0];
-      return s.steps[s.active].args[0][0];
-    }}""")
+    return lab.state(page)["stage"]
+
+
+def core_controls(st: dict, label: str = "") -> None:
+    """The figure core's HTML controls are shown, none of plotly's (its slider rail, its Play button)."""
+    assert st["controls"] == 1, f"{label}: the core's animation controls are missing"
+    assert st["plotly_controls"] == 0, f"{label}: plotly's own slider or buttons are drawn"
 
 
 def test_control_changes_redraw_in_place_on_the_readers_stage(browser, jupyterlab):
@@ -39,6 +44,9 @@ def test_control_changes_redraw_in_place_on_the_readers_stage(browser, jupyterla
     try:
         first = lab.state(page)
         assert first["title"].startswith("<b>1/") and first["active"] == 0
+        assert first["caption"].startswith("1/"), first["caption"][:60]  # the title is the core's HTML caption
+        core_controls(first, "first draw")
+        assert first["current"].startswith("1 of "), first["current"]  # what the range announces
         # plotly.js was not in the page: the kernel sent the installed plotly package's bundle
         assert page.evaluate("() => document.documentElement.dataset.tinytfPlotlyLoadMs") is not None
         page.evaluate(f"() => {{ document.querySelector('{lab.FIGURE}').__tinytfMark = 'the first div'; }}")
@@ -47,6 +55,7 @@ def test_control_changes_redraw_in_place_on_the_readers_stage(browser, jupyterla
         assert stage_name(page) == "scores"
         before = lab.state(page)
         assert before["title"].startswith(f"<b>{STAGE + 1}/") and before["current"].endswith(": 5 scores")
+        assert before["draws"] == first["draws"]  # the core's controls animate; nothing asked Python
 
         seed = lab.control(page, "seed").locator("input")
         changes = [
@@ -65,7 +74,9 @@ def test_control_changes_redraw_in_place_on_the_readers_stage(browser, jupyterla
             assert after["z"] != before["z"], f"{label}: the figure shows the same numbers"
             assert after["active"] == STAGE and stage_name(page) == "scores", f"{label}: the stepper left stage 5"
             assert after["title"].startswith(f"<b>{STAGE + 1}/"), (label, after["title"][:60])
-            assert after["current"].endswith(": 5 scores"), (label, after["current"])  # what the slider shows
+            assert after["current"].endswith(": 5 scores"), (label, after["current"])  # what the range announces
+            assert after["caption"].startswith(f"{STAGE + 1}/"), (label, after["caption"][:60])
+            core_controls(after, label)
             if kind:
                 assert page.evaluate(f"() => document.querySelector('{lab.FIGURE}').dataset.tinytfUpdate") == kind
             before = after
@@ -75,11 +86,15 @@ def test_control_changes_redraw_in_place_on_the_readers_stage(browser, jupyterla
         n = lab.draws(page)
         view.select_option(label="attention map")
         lab.wait_redraw(page, n)
-        assert lab.state(page)["active"] is None and lab.state(page)["mark"] == "the first div"
+        other = lab.state(page)
+        assert other["active"] is None and other["mark"] == "the first div"
+        assert other["controls"] == 0 and other["plotly_controls"] == 0  # no frames: no controls
         n = lab.draws(page)
         view.select_option(label="block stepper (all stages)")
         lab.wait_redraw(page, n)
-        assert lab.state(page)["active"] == STAGE and stage_name(page) == "scores"
+        back = lab.state(page)
+        assert back["active"] == STAGE and back["stage"] == "scores" and back["current"].endswith(": 5 scores")
+        core_controls(back, "back to the stepper")
 
         # bad input: a message, and the figure stays as it was
         n, text = lab.draws(page), lab.control(page, "tokens").locator("input")
@@ -89,7 +104,19 @@ def test_control_changes_redraw_in_place_on_the_readers_stage(browser, jupyterla
         assert "empty" in page.locator(".tinytf-panel-message").inner_text()
         assert lab.draws(page) == n
 
+        # JupyterLab's dark theme: the core redraws the figure with dark text, still on the reader's stage
+        light_text = page.evaluate(FONT_COLOUR)
+        n = lab.draws(page)
+        page.evaluate("() => { document.body.dataset.jpThemeLight = 'false'; }")
+        page.wait_for_function(f"(c) => ({FONT_COLOUR})() !== c", arg=light_text)
+        assert page.evaluate(FONT_COLOUR) == "#ced6dd"  # the core's dark text colour
+        assert lab.state(page)["active"] == STAGE and lab.draws(page) == n  # redrawn by the core, not Python
+
         assert console_errors == []
         assert remote_requests == []
     finally:
         page.context.close()
+
+
+# the text colour the figure core gave the drawn figure (its theme)
+FONT_COLOUR = f"() => document.querySelector('{lab.FIGURE}')._fullLayout.font.color"

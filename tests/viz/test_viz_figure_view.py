@@ -104,4 +104,6 @@ def test_widget_code_is_package_data():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
     assert "viz/*.js" in data["tinytf"]
     js = (ROOT / "tinytf" / "viz" / "figure_view.js").read_text(encoding="utf-8")
-    assert "Plotly.react" in js and "newPlot" not in js  # one div, redrawn in place
+    # one div, drawn and redrawn in place by the figure core (its controls, theme and resize), not by plotly itself
+    assert "tinytfCore.draw(div" in js and "tinytfCore.update(div" in js
+    assert "Plotly.react(" not in js and "newPlot" not in js and "sliders" not in js

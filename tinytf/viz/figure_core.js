@@ -7,7 +7,8 @@
 // * the book's static panel (_static/tinytf-panel.js): draws and updates its figure with draw / update
 //   and serialises its model runs with queue;
 // * the live widget in JupyterLab (tinytf/viz/figure_view.js): FigureView's ES module is this file
-//   followed by figure_view.js (tinytf.viz.figure_view); it uses figureAt, stepFrame and queue.
+//   followed by figure_view.js (tinytf.viz.figure_view); it draws with draw, redraws with update (on the
+//   reader's step) and serialises its redraws with queue, so it shows the same HTML controls as the book.
 //
 // What the book's drawing does:
 //
@@ -17,7 +18,8 @@
 //   the subplots stack into one column (each keeps its pixel height), annotations and colour bars
 //   move with their subplot, legends go below the plot, long axis and subplot titles wrap;
 // * the colours follow the page's light / dark mode (transparent backgrounds, text, grid and line
-//   colours from the theme's CSS variables), redrawn with Plotly.react when the reader switches;
+//   colours from the theme's CSS variables), redrawn with Plotly.react when the reader switches (the
+//   book's data-theme, or JupyterLab's light / dark theme for the live widget);
 // * an animated figure gets HTML controls bound to plotly's animation (a Play/Pause button,
 //   previous / next buttons and a range input: Tab reaches them, Space / Enter press them, the
 //   arrow keys step), in place of plotly's SVG slider and buttons, which a keyboard cannot reach;
@@ -40,8 +42,15 @@ var tinytfCore = (function () {
     var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
     return v || fallback;
   }
+  // dark: the book's data-theme="dark" on <html>; in JupyterLab (no data-theme) a dark Lab theme, which
+  // marks <body> data-jp-theme-light="false"
+  function isDark() {
+    var mode = document.documentElement.getAttribute("data-theme");
+    if (mode) { return mode === "dark"; }
+    return !!document.body && document.body.getAttribute("data-jp-theme-light") === "false";
+  }
   function theme() {
-    var dark = document.documentElement.getAttribute("data-theme") === "dark";
+    var dark = isDark();
     return {
       dark: dark,
       text: cssVar("--pst-color-text-base", dark ? "#ced6dd" : "#222832"),
@@ -934,13 +943,16 @@ var tinytfCore = (function () {
     };
   }
 
-  // A new figure for a drawn one (the static panel: new tokens, another model or view), drawn in the
-  // same place with Plotly.react; an animated figure stays on the step the reader was on (the frame
-  // of the same name, e.g. the stepper's "softmax"), or on the first one when the new figure has none.
+  // A new figure for a drawn one (the static panel: new tokens, another model or view; the live widget:
+  // each message after the first), drawn in the same place with Plotly.react; an animated figure stays
+  // on the step the reader was on (the frame of the same name, e.g. the stepper's "softmax"), or on the
+  // first one when the new figure has none.
+  // The step is remembered while a figure without frames is shown (the live panel's other views).
   function update(el, spec) {
     var rec = el._tinytf;
     if (!rec) { return draw(el, spec); }
-    var was = rec.steps.length ? rec.steps[rec.index].name : null;
+    var was = rec.steps.length ? rec.steps[rec.index].name : rec.lastStep;
+    rec.lastStep = was;
     if (rec.playing) { stop(rec); }
     setSpec(rec, spec);
     rec.index = 0;
@@ -1004,7 +1016,7 @@ var tinytfCore = (function () {
       render(rec);
     });
   }
-  // started by the first draw (the live widget, which does not use draw, adds no listener)
+  // started by the first draw (the book's, the static panel's or the live widget's)
   var watching = false;
   function watch() {
     if (watching) { return; }
@@ -1013,12 +1025,14 @@ var tinytfCore = (function () {
       clearTimeout(pending);
       pending = setTimeout(function () { redrawAll(true); }, 150);
     });
-    var lastTheme = document.documentElement.getAttribute("data-theme");
-    new MutationObserver(function () {
-      var now = document.documentElement.getAttribute("data-theme");
+    var lastTheme = document.documentElement.getAttribute("data-theme") + " " + isDark();
+    var modes = new MutationObserver(function () {
+      var now = document.documentElement.getAttribute("data-theme") + " " + isDark();
       if (now !== lastTheme) { lastTheme = now; redrawAll(false); }
-    })
-      .observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+    });
+    modes.observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+    // JupyterLab's switch of theme (Settings > Theme)
+    if (document.body) { modes.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] }); }
   }
 
   return { draw: draw, update: update, adapt: adapt, figures: figures, theme: theme, MIN_SUBPLOT: MIN_SUBPLOT,

@@ -1,10 +1,12 @@
-// tinytf FigureView (anywidget ESM): one plotly figure redrawn in place with Plotly.react.
+// tinytf FigureView (anywidget ESM): one figure, drawn and redrawn in place by the figure core.
 // Messages from Python: {type: "full", rev, fig, config}, {type: "patch", base, rev, ops}
 // (ops: [path, value] sets, [path] deletes), {type: "plotly"} + the plotly.js source as a buffer.
 // plotly.js: the page's window.Plotly, else asked once per page from the kernel (never another host).
 // The widget's module is tinytf/viz/figure_core.js followed by this file (tinytf.viz.figure_view):
-// `tinytfCore` is the figure core the book uses too (frame merging, slider steps, the redraw queue).
-// In JupyterLab the figure keeps plotly's own slider and Play button (the notebook's look).
+// `tinytfCore` is the figure core the book and its static panel use too. The first figure is drawn with
+// tinytfCore.draw (caption, "Describe this figure", the HTML Play / previous / next / range controls in
+// place of plotly's slider and buttons, resize and light / dark theme), every later one with
+// tinytfCore.update, which keeps the animation step the reader is on (by its frame name).
 
 const LOADING = "__tinytfPlotlyLoading";
 
@@ -46,33 +48,39 @@ function applyOps(fig, ops) {
   }
 }
 
+// Keys pressed on the figure's controls (arrows, Home / End on the range, Space / Enter on a button) are
+// theirs. JupyterLab's shortcuts are off while the focus is in the figure (Lumino skips an element marked
+// data-lm-suppress-shortcuts; in command mode ArrowLeft / ArrowRight fold headings), and keys without a
+// modifier do not bubble up to the notebook, which cancels the range's arrow keys.
+function keysStayInside(wrap) {
+  wrap.dataset.lmSuppressShortcuts = "true";
+  wrap.addEventListener("keydown", (e) => {
+    if (!(e.shiftKey || e.ctrlKey || e.metaKey || e.altKey)) e.stopPropagation();
+  });
+}
+
 function render({ model, el }) {
   const div = document.createElement("div");
   div.className = "tinytf-figure-view";
   div.style.width = "100%";
-  div.style.minHeight = model.get("height") + "px";
-  el.appendChild(div);
-  let held = null, config = {}, rev = -1, frameName = null, draws = 0, closed = false;
-
-  function currentFrame() {
-    const sliders = div.layout && div.layout.sliders;
-    if (sliders && sliders.length) {
-      const s = sliders[0];
-      const name = tinytfCore.stepFrame((s.steps || [])[s.active || 0]);
-      if (name != null) frameName = name; // kept while another view (without frames) is shown
-    }
-    return frameName;
-  }
+  div.style.minHeight = model.get("height") + "px"; // room kept until the first drawing
+  el.appendChild(div); // in the widget first: tinytfCore.draw puts its wrapper where the div is
+  let held = null, config = {}, rev = -1, draws = 0, closed = false;
 
   // one redraw at a time; messages that arrive meanwhile are drawn once, after it (tinytfCore.queue)
   async function drawNow() {
     if (closed) return;
-    const Plotly = await loadPlotly(model);
+    await loadPlotly(model);
     const shownRev = rev;
-    const first = !div._fullLayout;
-    div.style.minHeight = ((held.layout && held.layout.height) || model.get("height")) + "px";
-    await Plotly.react(div, tinytfCore.figureAt(held, first ? null : currentFrame(), config));
-    if (first) div.on("plotly_animatingframe", (e) => { frameName = e && e.name; });
+    const spec = Object.assign({}, held, { config }); // the core takes the config from spec.config
+    div.style.minHeight = "";
+    if (div._tinytf) {
+      await tinytfCore.update(div, spec);
+    } else {
+      const drawn = tinytfCore.draw(div, spec);
+      keysStayInside(div._tinytf.wrap);
+      await drawn;
+    }
     draws += 1;
     div.dataset.tinytfRev = String(shownRev);
     div.dataset.tinytfDraws = String(draws);
@@ -104,6 +112,13 @@ function render({ model, el }) {
   return () => {
     closed = true;
     model.off("msg:custom", onMessage);
+    const rec = div._tinytf;
+    if (rec) { // no Play timer left running, and the core's resize / theme redraws forget this figure
+      rec.playing = false;
+      clearTimeout(rec.timer);
+      const i = tinytfCore.figures.indexOf(rec);
+      if (i >= 0) tinytfCore.figures.splice(i, 1);
+    }
     if (window.Plotly && div._fullLayout) window.Plotly.purge(div);
   };
 }

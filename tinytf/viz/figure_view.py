@@ -4,8 +4,8 @@ The browser keeps the figure and its plot ``<div>``; Python sends the whole figu
 structure changes (another ``key``, e.g. another view, or another number or type of traces, other
 frame names) and otherwise only what changed: a list of ``[path, value]`` operations (``[path]``
 deletes) on the rendered figure dict (data arrays, frames' data, titles, colour-axis ranges ...).
-The browser applies them to its copy and calls ``Plotly.react`` on the same div, re-showing the
-animation frame the reader was on (the stepper's stage) with the slider on it.
+The browser applies them to its copy and redraws the same div with the figure core's ``update``,
+re-showing the animation step the reader was on (the stepper's stage, kept by its frame name).
 
 plotly.js comes from the machine, never from another host: the page's own ``window.Plotly`` if
 it has one (JupyterLab and Notebook 7 load it with the first figure shown in a cell), otherwise
@@ -13,8 +13,11 @@ the installed plotly package's bundle (``plotly.offline.get_plotlyjs()``, ~4.8 M
 per page as a binary message when the first view asks for it.
 
 The widget's ES module is the browser's figure core (``figure_core.js``, which the book serves as
-``_static/tinytf-core.js``) followed by ``figure_view.js``: one source for frame merging, the slider's
-steps and the redraw queue, read from the installed package (no other file is fetched).
+``_static/tinytf-core.js``) followed by ``figure_view.js``, read from the installed package (no other file
+is fetched). The core draws the figure as in the book: the title as an HTML caption, "Describe this
+figure", the HTML animation controls (Play, previous / next, a range input) in place of plotly's slider
+and buttons, reflow on resize, and JupyterLab's light or dark theme. ``WIDGET_CSS`` styles them with
+JupyterLab's colours (the book's own CSS, ``_static/tinytf-book.css``, is not in JupyterLab).
 
 For measurement the plot div records ``data-tinytf-drawn`` (``performance.now()`` after each
 redraw has resolved), ``data-tinytf-draws`` (a counter), ``data-tinytf-received`` (when the
@@ -32,6 +35,29 @@ from .render import PLOTLY_CONFIG, figure_dict
 _HERE = pathlib.Path(__file__).parent
 CORE_JS = _HERE / "figure_core.js"
 VIEW_JS = _HERE / "figure_view.js"
+
+
+# the figure core's caption, controls and description in JupyterLab (the book's rules, JupyterLab's colours)
+WIDGET_CSS = """
+.tinytf-figwrap { margin: 0.4em 0 0.6em; max-width: 100%; color: var(--jp-ui-font-color1, inherit); }
+.tinytf-figbox { width: 100%; max-width: 100%; overflow: hidden; }
+.tinytf-figtitle { font-size: 0.95rem; line-height: 1.35; margin: 0 0 0.3em; overflow-wrap: anywhere; }
+.tinytf-figtitle .tinytf-figtitle-main { display: block; }
+.tinytf-figtitle .tinytf-figtitle-sub { display: block; font-size: 0.85rem; color: var(--jp-ui-font-color2, inherit); }
+.tinytf-anim-controls { display: flex; flex-wrap: wrap; align-items: center; gap: 0.4em 0.6em; margin: 0.3em 0; }
+.tinytf-anim-btn { font: inherit; font-size: 0.9rem; padding: 0.25em 0.8em; min-height: 2.2em; min-width: 2.6em;
+  border: 1px solid var(--jp-border-color1, #bdbdbd); border-radius: 4px; cursor: pointer;
+  background: var(--jp-layout-color2, #eee); color: var(--jp-ui-font-color1, inherit); }
+.tinytf-anim-btn:hover { border-color: var(--jp-brand-color1, #1976d2); }
+.tinytf-anim-slider { display: inline-flex; align-items: center; gap: 0.4em; flex: 1 1 12em; min-width: 10em; }
+.tinytf-anim-range { flex: 1 1 auto; min-width: 8em; accent-color: var(--jp-brand-color1, #1976d2); }
+.tinytf-anim-value { font-size: 0.9rem; flex: 1 1 100%; overflow-wrap: anywhere; }
+.tinytf-anim-btn:focus-visible, .tinytf-anim-range:focus-visible, .tinytf-figdesc > summary:focus-visible {
+  outline: 3px solid #c2410c; outline-offset: 2px; }
+.tinytf-figdesc { border: none; padding: 0; margin: 0.2em 0 0; font-size: 0.9rem; }
+.tinytf-figdesc > summary { cursor: pointer; color: var(--jp-content-link-color, #1976d2); }
+.tinytf-figdesc > p { margin: 0.3em 0; overflow-wrap: anywhere; }
+"""
 
 
 def widget_esm() -> str:
@@ -94,6 +120,7 @@ class FigureView(anywidget.AnyWidget):
     figure). ``last_message`` is the message sent last (its ``type`` is "full" or "patch")."""
 
     _esm = widget_esm()
+    _css = WIDGET_CSS
     revision = traitlets.Int(0).tag(sync=True)
     height = traitlets.Int(450).tag(sync=True)
 
