@@ -57,6 +57,9 @@ def step_through(gd, goto, names, shots_dir: Path | None = None, check=None):
         previous = shot
 
 
+PLAY_MS = 400  # a frame's time when a test plays an animation
+
+
 def drive_stepper(page, console_errors, shots_dir: Path | None = None):
     """Slider to every stage, then Play from the first stage; returns the frame names."""
     page.wait_for_function("() => document.querySelector('.plotly-graph-div svg.main-svg')", timeout=30_000)
@@ -88,7 +91,7 @@ def drive_stepper(page, console_errors, shots_dir: Path | None = None):
     page.evaluate("""() => { window.__frames = [];
         document.querySelector('[data-test-stepper]').on('plotly_animatingframe', e => window.__frames.push(e.name)); }""")
     gd.locator(".updatemenu-button", has_text="Play").click()
-    frame_ms = 1500
+    frame_ms = PLAY_MS
     page.wait_for_function(f"() => window.__frames.includes('{names[-1]}')", timeout=n * frame_ms + 20_000)
     played = page.evaluate("() => window.__frames")
     assert [f for f in played if f != names[0]] == names[1:], played
@@ -120,6 +123,9 @@ def test_stepper_on_a_standalone_page(standalone_browser, tmp_path):
     tinytf.seed_everything(0)
     model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=128))
     fig = viz.block_stepper(model, "cat")
+    # Play's pace is the figure's (1.5 s a frame); the order of the frames is what is checked, so faster here
+    play = fig.layout.updatemenus[0].buttons[0]
+    play.args = [play.args[0], {**play.args[1], "frame": {"duration": PLAY_MS, "redraw": True}}]
     encdec = tinytf.EncoderDecoder(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=128))
     others = [viz.attention_map(model, "hello"), viz.residual_view(model, "cat", sublayer="ffn"),
               viz.ffn_expansion(model, "cat"), viz.attention_map(encdec, ("hello", "hi!"), kind="cross")]
@@ -182,8 +188,10 @@ def drive_book_stepper(page, console_errors, shots_dir: Path | None = None):
     goto(0)
     page.evaluate("""() => { window.__frames = [];
         document.querySelector('[data-test-stepper]').on('plotly_animatingframe', e => window.__frames.push(e.name)); }""")
+    # Play's pace is the figure's (1.5 s a frame); the order of the frames is what is checked, so faster here
+    page.evaluate(f"() => {{ document.querySelector('[data-test-stepper]')._tinytf.duration = {PLAY_MS}; }}")
     wrap.locator("button.tinytf-anim-play").click()
-    page.wait_for_function(f"() => window.__frames.includes('{names[-1]}')", timeout=n * 1500 + 20_000)
+    page.wait_for_function(f"() => window.__frames.includes('{names[-1]}')", timeout=n * PLAY_MS + 20_000)
     played = page.evaluate("() => window.__frames")
     assert [f for f in played if f != names[0]] == names[1:], played
     page.wait_for_function("([el, n]) => el.textContent.startsWith(`${n}/${n}`)", arg=[caption.element_handle(), n])
