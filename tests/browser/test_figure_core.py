@@ -187,3 +187,30 @@ def test_book_and_widget_draw_the_same_figure(browser, which):
         assert not errors, errors
     finally:
         context.close()
+
+
+TO_SCALE = """() => {
+  const gd = [...document.querySelectorAll('.plotly-graph-div.tinytf-drawn')]
+      .find(d => d.layout && d.layout.meta && d.layout.meta.tinytf && d.layout.meta.tinytf.toScale && d._fullLayout);
+  if (!gd) return null;
+  const w = k => { const a = gd._fullLayout[k]; return a._length; };  // drawn width in px
+  return {input: w('xaxis'), hidden: w('xaxis2'), output: w('xaxis6')};
+}"""
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_ffn_figure_stays_drawn_to_scale(browser, book_html, width):
+    """The FFN figure says "drawn to scale": the [3, 128] input and output are a quarter as wide as the
+    [3, 512] hidden tensors at phone and desktop width (the figure core once stretched every panel to the
+    full width when one was narrower than it stacks at, which hid the 4x expansion the figure is for)."""
+    from conftest import open_page
+
+    page, console_errors, _ = open_page(browser, CHAPTER_6, viewport=(width, 900))
+    try:
+        page.wait_for_function(f"({TO_SCALE})() !== null", timeout=30_000)
+        got = page.evaluate(TO_SCALE)
+        assert abs(got["input"] / got["hidden"] - 0.25) < 0.02, got
+        assert abs(got["output"] / got["hidden"] - 0.25) < 0.02, got
+        assert not console_errors, console_errors
+    finally:
+        page.context.close()

@@ -50,8 +50,8 @@ def _bound_sparsity(parts, mats, near, near_rms=None) -> dict:
 def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NEAR_ZERO, batch: int = 0,
                   near_rms: float | None = None):
     """Stacked heatmaps, each drawn at its true width: the FFN input [T, C], the hidden tensors
-    [T, d_ff] (d_ff = 4C in the classic block, so 4x as wide) and the output [T, C]; a bar chart
-    gives the fraction of hidden units exactly zero and near zero (|h| < ``near``, or, with ``near_rms``,
+    [T, d_ff] (d_ff = 4C in the classic block, so 4x as wide) and the output [T, C] (the book keeps the widths
+    to scale at every page width: ``layout.meta.tinytf.toScale``); a bar chart below them gives the fraction of hidden units exactly zero and near zero (|h| < ``near``, or, with ``near_rms``,
     |h| < near_rms times the root-mean-square of that hidden tensor, a threshold relative to its size)."""
     t = get_traced(model, ids, labels=labels, batch=batch)
     parts = ffn_parts(t.trace, layer)
@@ -62,9 +62,10 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
     sparsity = _bound_sparsity(parts, mats, near, near_rms)
     m_hid = bnd.op("symrange", [m for m, (_, _, hid) in zip(mats, parts) if hid])
     n = len(parts)
-    left_w = 0.66
-    gap = 0.05
-    ph = (1 - gap * (n - 1)) / n
+    left_w = 0.85  # the heatmaps' column; the colour bars sit to its right
+    row_px, title_px, bar_px = T * 20 + 48, 34, 130  # a heatmap row (with its title above it), the bar chart
+    plot_px = n * row_px + bar_px
+    ph, step = (row_px - title_px) / plot_px, row_px / plot_px
     data, layout, annotations = [], {}, []
     # three colour scales: the FFN input, the hidden tensors, the FFN output (often much smaller)
     groups = {"in": [0], "hidden": [i for i, p in enumerate(parts) if p[2]], "out": [n - 1]}
@@ -73,7 +74,7 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
         ax = "" if i == 0 else str(i + 1)
         width = left_w * z.shape[-1] / Fh
         x0 = (left_w - width) / 2
-        y1 = 1 - i * (ph + gap)
+        y1 = 1 - i * step - title_px / plot_px
         layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + width], anchor=f"y{ax}", fixedrange=True, showgrid=False,
                                     zeroline=False, tickfont=dict(size=9), nticks=5)
         layout[f"yaxis{ax}"] = dict(domain=[y1 - ph, y1], anchor=f"x{ax}", type="category", autorange="reversed",
@@ -85,25 +86,24 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
         annotations.append(dict(text=f"<b>{label}</b> [{T}, {z.shape[-1]}]", x=left_w / 2, y=y1, xref="paper",
                                 yref="paper", yanchor="bottom", showarrow=False, font=dict(size=11)))
     labels_s = list(sparsity)
-    near_label = f"|h| < {near:g}" if near_rms is None else f"|h| < {near_rms:g}·RMS(h)"
+    near_label = f"|v| < {near:g}" if near_rms is None else f"|v| < {near_rms:g}·RMS of its tensor"
     for j, (what, color) in enumerate((("exactly 0", OKABE_ITO[0]), (near_label, OKABE_ITO[1]))):
         vals = bnd.op("list", [sparsity[k][j] for k in labels_s])
         data.append(dict(type="bar", x=vals, y=labels_s, orientation="h", name=what, xaxis=f"x{n + 1}",
                          yaxis=f"y{n + 1}", marker=dict(color=color), text=bnd.op("format", "{:.0%}", [vals]),
                          textposition="outside", cliponaxis=False, textfont=dict(size=10),
                          hovertemplate=f"%{{y}}<br>{what}: %{{x:.1%}}<extra></extra>"))
-    layout[f"xaxis{n + 1}"] = dict(domain=[0.84, 0.97], anchor=f"y{n + 1}", range=[0, 1.25], tickformat=".0%",
+    layout[f"xaxis{n + 1}"] = dict(domain=[0.3, left_w], anchor=f"y{n + 1}", range=[0, 1.25], tickformat=".0%",
                                    tickvals=[0, 0.5, 1], fixedrange=True,
                                    title=dict(text="share of hidden units", font=dict(size=11)))
     hid = groups["hidden"]
-    y_top = 1 - hid[0] * (ph + gap)
-    y_bot = 1 - hid[-1] * (ph + gap) - ph
-    layout[f"yaxis{n + 1}"] = dict(domain=[y_bot + 0.05, y_top], anchor=f"x{n + 1}", fixedrange=True,
+    bar_top = (bar_px - 40) / plot_px  # the legend sits above the bars
+    layout[f"yaxis{n + 1}"] = dict(domain=[0, bar_top], anchor=f"x{n + 1}", fixedrange=True,
                                    autorange="reversed", tickfont=dict(size=10), type="category")
 
     def bar(title, i0, i1):
-        top = 1 - i0 * (ph + gap)
-        bottom = 1 - i1 * (ph + gap) - ph
+        top = 1 - i0 * step - title_px / plot_px
+        bottom = 1 - i1 * step - title_px / plot_px - ph
         return dict(title=dict(text=title, side="right", font=dict(size=10)), thickness=9, x=left_w + 0.01,
                     xanchor="left", y=(top + bottom) / 2, len=max(top - bottom, ph), yanchor="middle",
                     tickfont=dict(size=9))
@@ -111,17 +111,17 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
     m_in, m_out = bnd.op("symrange", [mats[0]]), bnd.op("symrange", [mats[-1]])
     ratio = Fh / C
     layout.update(
-        font=FONT, height=int(110 + n * (T * 20 + 48)), margin=dict(l=70, r=30, t=90, b=40),
+        font=FONT, height=int(plot_px + 130), margin=dict(l=70, r=30, t=90, b=40), meta=dict(tinytf=dict(toScale=True)),
         plot_bgcolor="white", barmode="group", annotations=annotations,
         title=dict(text=(f"<b>Layer {layer} FFN: each token goes {C} → {Fh} → {C} features "
                          f"({ratio:g}× wider inside), drawn to scale</b>"
                          "<br><span style='font-size:12px'>the same weights for every token; "
-                         + ("right: hidden units that are exactly or nearly zero" if near_rms is None else
-                            f"right: hidden values exactly 0, and near 0 (|h| below {near_rms:.0%} of the RMS of "
+                         + ("below: hidden units that are exactly or nearly zero" if near_rms is None else
+                            f"below: hidden values exactly 0, and near 0 (|v| below {near_rms:.0%} of the RMS of "
                             "its tensor)") + "</span>"), x=0.01, xanchor="left"),
         coloraxis=dict(colorscale=DIVERGING, cmin=-m_in, cmax=m_in, colorbar=bar("input", 0, 0)),
         coloraxis2=dict(colorscale=DIVERGING, cmin=-m_hid, cmax=m_hid, colorbar=bar("hidden", hid[0], hid[-1])),
         coloraxis3=dict(colorscale=DIVERGING, cmin=-m_out, cmax=m_out, colorbar=bar("output", n - 1, n - 1)),
-        legend=dict(x=0.84, y=y_top + 0.01, yanchor="bottom", xanchor="left", font=dict(size=10)),
+        legend=dict(x=0.3, y=bar_top + 0.01, yanchor="bottom", xanchor="left", orientation="h", font=dict(size=10)),
     )
     return make_figure(data, layout)

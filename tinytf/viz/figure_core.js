@@ -281,8 +281,11 @@ var tinytfCore = (function () {
     var tooNarrow = subs.some(function (s) { return (s.x[1] - s.x[0]) * plotW < MIN_SUBPLOT - 0.5; });
     if (!force && irregular && !tooNarrow) { return null; }
     subs.sort(function (a, b) { return (b.order - a.order) || (a.x[0] - b.x[0]); });
+    // layout.meta.tinytf.toScale: one subplot per line, each as wide, relative to the widest, as drawn
+    var toScale = !!(L.meta && L.meta.tinytf && L.meta.tinytf.toScale);
     return { f: f, L: L, m: m, width: width, force: force, plotW: plotW, plotH: plotH, subs: subs, bars: bars,
-             avail: plotW * right, irregular: irregular, perRow: perRow, textSize: (L.font && L.font.size) || 12 };
+             avail: plotW * right, irregular: irregular, perRow: perRow, textSize: (L.font && L.font.size) || 12,
+             toScale: toScale };
   }
   // each subplot's reading order and whether it spans a stack beside it; true when the subplots
   // cannot form a grid (shared x axes, as the stepper's rows, or subplots beside a stack)
@@ -322,9 +325,11 @@ var tinytfCore = (function () {
   function layoutLines(c) {
     var gap = 16, cols = 1, L = c.L, plotW = c.plotW, avail = c.avail;
     c.subs.forEach(function (s) { gap = Math.max(gap, yRoom(c.f, s, c.textSize)); });
-    if (!c.force && !c.irregular) {
+    if (!c.force && !c.irregular && !c.toScale) {
       cols = Math.max(1, Math.min(c.perRow, Math.floor((avail + gap) / (MIN_SUBPLOT + gap))));
     }
+    var widest = c.subs.reduce(function (a, s) { return s.x[1] - s.x[0] > a.x[1] - a.x[0] ? s : a; }, c.subs[0]);
+    var scaleW = widest.x[1] - widest.x[0];
     var lines = [], line = [];
     c.subs.forEach(function (s) {
       if (s.wide || cols === 1) {
@@ -341,7 +346,9 @@ var tinytfCore = (function () {
       ln.forEach(function (s, j) {
         var pxW = (s.x[1] - s.x[0]) * plotW;
         s.pxH = (s.y[1] - s.y[0]) * c.plotH;
-        if (ln.length === 1 && (s.wide || cols === 1)) {
+        if (ln.length === 1 && c.toScale) {  // drawn to scale: widths and offsets relative to the widest
+          s.newX0 = avail * (s.x[0] - widest.x[0]) / scaleW; s.newW = avail * (s.x[1] - s.x[0]) / scaleW;
+        } else if (ln.length === 1 && (s.wide || cols === 1)) {
           s.newX0 = 0; s.newW = avail;
           if (s.xa.visible === false && pxW < MIN_SUBPLOT) { s.newW = Math.min(avail, Math.max(MIN_SUBPLOT * 1.3, 2 * pxW)); }
           if (!c.force && s.wide) { s.newX0 = s.x[0] * plotW; s.newW = Math.min(avail - s.newX0, pxW); }
@@ -387,7 +394,7 @@ var tinytfCore = (function () {
       if (!s || !a.text) { return; }
       var size = (a.font && a.font.size) || c.textSize;
       if ((a.xref || "paper") === "paper" && a.x >= s.x[0] - 0.02 && a.x <= s.x[1] + 0.02) {
-        a.text = wrap(a.text, s.newW, size);
+        a.text = wrap(a.text, c.toScale ? c.avail : s.newW, size);  // (to scale: a title may be wider than its panel)
       }
       var h = lineCount(a.text) * size * 1.3 + 4;
       var y = a.y == null ? 0.5 : a.y;
