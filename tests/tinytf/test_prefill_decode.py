@@ -114,5 +114,14 @@ def test_readings_print_what_the_prose_refers_to():
     with_read = t.report("tiny", cfg, read_rate=1e9)
     assert f"reading its {dec.bytes / 1e6:.1f} MB at the measured read rate {two_digits(1e3 * dec.bytes / 1e9, keep_zeros=True)} ms" in with_read
     share = (dec.flops / (pre.flops / 16e-3) + dec.bytes / 1e9) / 2e-3
-    assert with_read.endswith(f"the decode step took 2.0 ms, of which the two estimates together make {two_digits(share)}.")
+    assert with_read.endswith(f"the decode step took 2.0 ms, of which the two estimates together make {share:.2f}.")
+    fast_step = PhaseTiming(16, 2, 16e-3, 1e-6, prefill=[16e-3] * 3, decode=[[1e-6, 1e-6]] * 3)
+    assert "(reading and arithmetic overlap, so the two estimates can add up to slightly more than the step)." in \
+        fast_step.report("tiny", cfg, read_rate=1e9)
+    # the printed percentage follows the printed (rounded) medians: 2.0 -> 3.4 is +70 %, though 1.96 -> 3.44 is +76 %
+    st2 = StepTimes([10, 11, 20, 21], {"naive": [[1.96e-3, 1.96e-3, 3.44e-3, 3.44e-3]] * 2, "cached": [[1e-3] * 4] * 2})
+    assert "naive 2.0 → 3.4 (about +70 %)" in st2.reading((10, 12), (20, 22), "token")
+    from tinytf.lab.prefill_decode import three_digits
+    assert three_digits(11.83) == "11.8" and three_digits(120.4) == "120" and three_digits(0.9213) == "0.921" \
+        and three_digits(12.0) == "12.0"
     assert "FLOPs in the time it reads one byte" not in with_read  # the balance belongs to the machine, not the model

@@ -108,6 +108,11 @@ def two_digits(x: float, keep_zeros: bool = False) -> str:
     return format(float(x), "#.2g").rstrip(".") if keep_zeros else f"{float(f'{x:.2g}'):g}"
 
 
+def three_digits(x: float) -> str:
+    """``x`` to three significant digits, zeros kept: 11.83 -> '11.8', 120.4 -> '120', 0.9213 -> '0.921'."""
+    return format(float(x), "#.3g").rstrip(".")
+
+
 @dataclass
 class PhaseTiming:
     prompt_len: int
@@ -148,11 +153,12 @@ class PhaseTiming:
         costs, decode's rate as a fraction of prefill's, and how long decode's FLOPs would take at prefill's
         rate, against the decode step measured. With ``read_rate`` (bytes per second read from memory, measured
         by the caller) also how long reading decode's bytes would take at that rate, and what fraction of the
-        measured decode step the two estimates together make. (The machine's balance, peak FLOP/s / bytes read
+        measured decode step the two estimates together make (to 2 decimals). (The machine's balance, peak FLOP/s / bytes read
         per second, is a property of the processor, not of one model: the caller computes it once.) Times of these estimates are printed to two significant digits, zeros kept."""
         pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
         pre_rate, dec_rate = pre.flops / self.prefill_seconds, dec.flops / self.decode_seconds
         step_ms = self.decode_spread().scaled(1e3).median_str()
+        share = (dec.flops / pre_rate + dec.bytes / read_rate) / self.decode_seconds if read_rate else None
         lines = [f"{label}:",
                  f"  prefill, ms per token: {self.prefill_spread().scaled(1e3)}",
                  f"  decode, ms per token:  {self.decode_spread().scaled(1e3)}",
@@ -165,8 +171,9 @@ class PhaseTiming:
                  + (f", and reading its {dec.bytes / 1e6:.1f} MB at the measured read rate "
                     f"{two_digits(1e3 * dec.bytes / read_rate, keep_zeros=True)} ms" if read_rate else "")
                  + f"; the decode step took {step_ms} ms"
-                 + (f", of which the two estimates together make "
-                    f"{two_digits((dec.flops / pre_rate + dec.bytes / read_rate) / self.decode_seconds)}"
+                 + (f", of which the two estimates together make {share:.2f}"
+                    + (" (reading and arithmetic overlap, so the two estimates can add up to slightly more than "
+                       "the step)" if round(share, 2) > 1 else "")
                     if read_rate else "") + "."]
         return "\n".join(lines)
 
@@ -249,7 +256,7 @@ class StepTimes:
         ns = [self.band("naive", *b).scaled(1e3) for b in (first, last)]
         (c0, c1), (n0, n1) = cs, ns
         r0, r1 = self.ratio(*first), self.ratio(*last)
-        pc, pn = 100 * (c1.median / c0.median - 1), 100 * (n1.median / n0.median - 1)
+        pc, pn = change_percent(c0, c1), change_percent(n0, n1)  # from the medians as printed
         change = (f"From the {names[0]} to the {names[1]}, median ms per {unit}: cached {c0.median_str()} → "
                   f"{c1.median_str()} ({percent(pc)}); naive {n0.median_str()} → {n1.median_str()} ({percent(pn)}).")
 
@@ -270,6 +277,13 @@ class StepTimes:
         frac = (f"In the {names[1]} a cached step takes {two_digits(self.fraction(*last).median)} of a naive "
                 f"step's time (median over the repeats).")
         return "\n".join((change, compare, frac))
+
+
+def change_percent(a: Spread, b: Spread) -> float:
+    """Relative change in % from ``a``'s median to ``b``'s, computed from the medians as they print (rounded),
+    so that the printed percentage agrees with the printed values (unrounded if a rounds to 0)."""
+    x, y = float(a.median_str()), float(b.median_str())
+    return 100 * (y / x - 1) if x else 100 * (b.median / a.median - 1)
 
 
 def percent(p: float) -> str:

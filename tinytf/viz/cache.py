@@ -11,7 +11,7 @@ latent and the RoPE key part for MLA. ``cache_growth`` draws them:
   wrote it (hover: the step and the vector's size), and the columns written in the current step are outlined;
 * bottom: the bytes the cache holds after each step (measured with ``nbytes()``).
 
-Step 0 is the prompt (all its positions enter at once); every later step feeds one new token,
+Generation step 0 (frame 1) is the prompt (all its positions enter at once); every later step feeds one new token,
 which still runs through every block, and appends one column to every layer.
 """
 from __future__ import annotations
@@ -128,7 +128,9 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
             what = f"new token '{fed[0]}' (position {s['positions'][0]}) runs through all {n_layers} blocks"
             what += f", attends to {s['length'] - 1} cached keys and its own" if full else ""
         held = s["length"] if full else "/".join(str(len(h)) for h in s["held"])
-        return f"Step {k}: {what}; cache {held} positions{'' if full else ' per layer'}, {s['nbytes']:,} bytes"
+        # frames count from 1, like pages (the book's convention); generation steps count from 0
+        return (f"frame {k + 1}/{len(snaps)} (generation step {k}): {what}; "
+                f"cache {held} positions{'' if full else ' per layer'}, {s['nbytes']:,} bytes")
 
     fig = make_subplots(rows=2, cols=1, row_heights=[0.62, 0.38], vertical_spacing=0.2,
                         subplot_titles=("cached K and V per layer: one column per position (token)",
@@ -139,8 +141,8 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
                            layout=dict(shapes=shapes(k), title=dict(text=title(k))))
                   for k in range(len(snaps))]
     fig.update_layout(template="plotly_white", font=FONT, height=560, showlegend=False, shapes=shapes(0),
-                      title=dict(text=title(0), font=dict(size=13)), **animation_controls([str(k) for k in range(len(snaps))], [str(k) for k in range(len(snaps))], 700,
-                                         "step ", buttons=dict(y=-0.1)),
+                      title=dict(text=title(0), font=dict(size=13)), **animation_controls([str(k) for k in range(len(snaps))], [f"{k + 1}/{len(snaps)}" for k in range(len(snaps))], 700,
+                                         "frame ", buttons=dict(y=-0.1)),
                       margin=dict(l=80, r=20, t=80, b=110))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     fig.update_xaxes(title="generation step", range=[-0.5, steps[-1] + 0.5], dtick=1, row=2, col=1)
