@@ -430,3 +430,16 @@ def test_bad_input_and_results_files(tmp_path):
         bc.run_comparison(lrs=[], progress=False)
     with pytest.raises(tinytf.TinyTFInputError, match="no variant"):
         bc.runs_at(fake_results(), "C", 0.1)
+
+
+def test_shipped_2017_extension_at_a_lower_rate_matches_the_study():
+    """compare_blocks_2017_lr0.002.json (chapter 9): the 2017 block at 0.002, below the study's grid, with the
+    study's settings otherwise, every warm-up and seed."""
+    r = bc.load_results()
+    e = bc.load_results(bc.RESULTS_PATH.with_name("compare_blocks_2017_lr0.002.json"))
+    assert e["task"] == r["task"] and list(e["runs"]) == ["2017"] and bc.configs_of(e)["2017"] == bc.configs_of(r)["2017"]
+    assert e["settings"]["lrs"] == [0.002] and max(e["settings"]["lrs"]) < min(r["settings"]["lrs"])
+    assert all(e["settings"][k] == v for k, v in r["settings"].items() if k != "lrs")
+    every = sorted(itertools.product(r["settings"]["warmups"], [0.002], r["settings"]["seeds"]))
+    assert sorted((x["warmup"], x["lr"], x["seed"]) for x in e["runs"]["2017"]) == every
+    assert not any(x["diverged"] for x in e["runs"]["2017"])
