@@ -124,12 +124,13 @@ class LayerProfile:
     per_seed: list = field(default_factory=list, repr=False)  # the LayerMeasurement of each seed
     precision_gap: float = 0.0  # largest relative difference float32 vs float64, same weights (nan: not checked)
     grad_norm_float64: list = field(default_factory=list, repr=False)  # grad_norm of the float64 run (empty: not checked)
+    activation_rms_float64: list = field(default_factory=list, repr=False)  # activation_rms of the float64 run
 
     @property
     def chaotic(self) -> bool:
         """True when the float32 measurement and a float64 run of the same weights and inputs differ by more
         than ``CHAOS_THRESHOLD``: rounding errors are amplified as much as the gradient, so the digits depend
-        on the arithmetic (and on which CPU kernels torch picked); only the order of magnitude is meaningful."""
+        on the arithmetic (and on which CPU kernels torch picked); only the leading digit is shown."""
         return not self.precision_gap <= CHAOS_THRESHOLD
 
     @property
@@ -230,6 +231,7 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
         per_seed=runs,
         precision_gap=gap if check_precision else float("nan"),
         grad_norm_float64=_geometric_mean([r.grad_norm for r in exact_runs]) if exact_runs else [],
+        activation_rms_float64=_geometric_mean([r.activation_rms for r in exact_runs]) if exact_runs else [],
     )
     return _copy(_MEASURED[key], label or describe(cfg))
 
@@ -241,6 +243,7 @@ def _relative_gap(values, reference) -> float:
 def _copy(profile: LayerProfile, label: str) -> LayerProfile:
     return dataclasses.replace(profile, label=label, activation_rms=list(profile.activation_rms),
                                grad_norm=list(profile.grad_norm), grad_norm_float64=list(profile.grad_norm_float64),
+                               activation_rms_float64=list(profile.activation_rms_float64),
                                token_similarity=list(profile.token_similarity),
                                per_seed=list(profile.per_seed))
 
@@ -250,15 +253,22 @@ def depth_sweep(cfg: TinyConfig, depths=(6, 12, 24, 48), **kwargs) -> list:
     return [layer_profile(cfg.replace(n_layers=n), **kwargs) for n in depths]
 
 
-COLUMNS = {  # name: (header, value of a LayerProfile, format)
-    "grad_first": ("grad block 0", lambda p: p.grad_norm[0], ".3g"),
-    "grad_last": ("grad last", lambda p: p.grad_norm[-1], ".3g"),
-    "grad_ratio": ("first/last", lambda p: p.grad_ratio, ".3g"),
+def _float64(values, pick):
+    return pick(values) if values else None
+
+
+COLUMNS = {  # name: (header, value of a LayerProfile, format[, the same value from the float64 run or None])
+    "grad_first": ("grad block 0", lambda p: p.grad_norm[0], "#.3g", lambda p: _float64(p.grad_norm_float64, lambda g: g[0])),
+    "grad_last": ("grad last", lambda p: p.grad_norm[-1], "#.3g", lambda p: _float64(p.grad_norm_float64, lambda g: g[-1])),
+    "grad_ratio": ("first/last", lambda p: p.grad_ratio, "#.3g",
+                   lambda p: _float64(p.grad_norm_float64, lambda g: g[0] / g[-1])),
     "ratio_spread": ("seed range", lambda p: p.grad_ratio_range, "range"),
-    "per_layer": ("per layer", lambda p: p.per_layer_factor, ".3f"),
+    "per_layer": ("per layer", lambda p: p.per_layer_factor, ".2f"),
     "per_layer_range": ("per layer, seed range", lambda p: p.per_layer_range, "range.2f"),
-    "rms_first": ("RMS block 0", lambda p: p.activation_rms[0], ".3g"),
-    "rms_last": ("RMS last", lambda p: p.activation_rms[-1], ".3g"),
+    "rms_first": ("RMS block 0", lambda p: p.activation_rms[0], "#.3g",
+                    lambda p: _float64(p.activation_rms_float64, lambda a: a[0])),
+    "rms_last": ("RMS last", lambda p: p.activation_rms[-1], "#.3g",
+                 lambda p: _float64(p.activation_rms_float64, lambda a: a[-1])),
     "similarity_last": ("cos last", lambda p: p.token_similarity[-1], ".3f"),
 }
 
@@ -277,17 +287,30 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
     lines = ([title] if title else []) + [head, "-" * len(head)]
     for p in profiles:
         lines.append(f"{p.label:<{width}}" + "".join(
-            f"  {_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.chaotic):>{w}}" for c, w in zip(columns, widths)))
+            f"  {_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.chaotic, _reference(c, p)):>{w}}"
+            for c, w in zip(columns, widths)))
     if any(p.chaotic for p in profiles):
         lines.append(f"~ ill-conditioned row: float32 and float64 runs of the same weights differ by more than "
-                     f"{CHAOS_THRESHOLD:.1%}, so only the order of magnitude (and 2 digits of a factor) is shown")
+                     f"{CHAOS_THRESHOLD:.1%}; a size is shown to 1 significant digit (only its power of ten where "
+                     f"the two runs differ by over {DIGIT_GAP:.0%}), a factor to 2")
     return "\n".join(lines)
 
 
-def _format_value(value: float, spec: str, chaotic: bool) -> str:
-    """Full precision for a reproducible row; for a chaotic one, what survives the rounding: the power of
-    ten of a size, two significant digits of a per-layer factor or a similarity; a seed range as
-    "smallest–largest" seed value, 3 significant digits each (2 decimals for a per-layer factor) (not shown for a chaotic row, whose digits are
+DIGIT_GAP = 0.1  # a chaotic row's size keeps one significant digit when float32 is this close to float64
+
+
+def _reference(column: str, p: LayerProfile):
+    """The float64 run's value of this column for a chaotic row (None: not available)."""
+    getter = COLUMNS[column][3] if len(COLUMNS[column]) > 3 else None
+    return getter(p) if (getter is not None and p.chaotic) else None
+
+
+def _format_value(value: float, spec: str, chaotic: bool, reference: float | None = None) -> str:
+    """Full precision for a reproducible row (sizes: 3 significant digits, trailing zeros kept: 1.00, 4.20);
+    for a chaotic one, what survives the rounding: one significant digit of a size (~6e+03, ~4e-03) where the
+    float32 value is within ``DIGIT_GAP`` of the float64 ``reference``, else its power of ten (~1e+05), two
+    significant digits of a per-layer factor or a similarity; a seed range as "smallest–largest" seed value,
+    3 significant digits each (2 decimals for a per-layer factor) (not shown for a chaotic row, whose digits are
     not reproducible)."""
     if spec.startswith("range"):
         if chaotic:
@@ -296,7 +319,11 @@ def _format_value(value: float, spec: str, chaotic: bool) -> str:
             return f"{value[0]:.2f}–{value[1]:.2f}"
         return "–".join(f"{v:#.3g}".rstrip(".") for v in value)  # 3 significant digits, kept: 1.00, not 1
     if not chaotic:
-        return format(value, spec)
+        return format(value, spec).rstrip(".") if spec.startswith("#") else format(value, spec)  # "107", not "107."
     if spec.endswith("g"):
-        return f"~1e{round(math.log10(value)):+03d}" if value > 0 else format(value, ".1g")
+        if not value > 0:
+            return format(value, ".1g")
+        if reference is not None and abs(value - reference) <= DIGIT_GAP * abs(reference):
+            return "~" + format(value, ".0e")  # one significant digit
+        return f"~1e{round(math.log10(value)):+03d}"  # not even the leading digit survives: the power of ten
     return "~" + format(value, ".2g")
