@@ -638,19 +638,25 @@ var tinytfCore = (function () {
     if (t.type === "heatmap") {
       var z = values(t.z);
       if (!z || !z.length || !Array.isArray(z[0])) { return null; }
-      var lo = Infinity, hi = -Infinity, at = null, n = 0;
+      var lo = Infinity, hi = -Infinity, big = -1, at = null, n = 0;
       z.forEach(function (row, i) {
         row.forEach(function (v, j) {
           if (typeof v !== "number" || !isFinite(v)) { return; }
           n++;
           if (v < lo) { lo = v; }
-          if (v > hi) { hi = v; at = [i, j]; }
+          if (v > hi) { hi = v; }
+          if (Math.abs(v) > big) { big = Math.abs(v); at = [i, j]; }
         });
       });
       if (!n) { return null; }
       var ys = values(t.y), xs = values(t.x);
-      return (name ? name + ": " : "") + z.length + " rows × " + z[0].length + " columns, values from " + num(lo) +
-        " to " + num(hi) + " (largest at row " + label(ys, at[0]) + ", column " + label(xs, at[1]) + ")";
+      var size = z.length + " rows × " + z[0].length + " columns";
+      if (lo === hi) {  // a one-colour layer (e.g. the grey masked cells): say which cells it marks, not a range
+        return (name ? name + ": " : "") + n + " of the " + size + " cells shaded";
+      }
+      return (name ? name + ": " : "") + size + ", values from " + num(lo) + " to " + num(hi) +
+        " (largest in magnitude " + num(z[at[0]][at[1]]) + ", at row " + label(ys, at[0]) + ", column " +
+        label(xs, at[1]) + ")";
     }
     if (t.type === "bar") {
       var bx = values(t.x), by = values(t.y);
@@ -680,7 +686,7 @@ var tinytfCore = (function () {
       if (d && !seen[d] && parts.length < 14) { seen[d] = true; parts.push(d); }
     });
     var titles = (rec.spec.layout.annotations || []).map(function (a) { return stripTags(a.text); })
-      .filter(function (s) { return s.length > 3; });
+      .filter(function (s) { return /[A-Za-z0-9]/.test(s); });  // panel titles, even one letter ("x"); not "+" or "="
     var out = [];
     if (rec.frames.length) {
       out.push("Animation of " + rec.frames.length + " steps (" + rec.steps.map(function (s) { return s.label; }).join(", ") +

@@ -72,13 +72,13 @@ def _input_stage(trace, p: str, layer: int, rope: bool, include_embedding, x_in:
         label = "embed + pos" if "pos.table" in trace else "embed"  # RoPE and NoPE models add no position vector
         if "pos.table" in trace:
             row += [Panel("position vector", "pos.table", op="+"), Panel("embedding + position", "embed", op="=")]
-            how = "each token's embedding plus its position's vector (seen as rows)"
+            how = "Block input H (block 0: each token's embedding plus its position's vector, seen as rows)"
         else:
-            how = ("the token embeddings; with RoPE the positions enter later, by rotating Q and K"
-                   if rope else "the token embeddings (this model adds no position vector)")
-        stages.append(Stage("embed", label, f"Input: {how}", ["tok_embed"], ["embed"], [row]))
+            how = ("Block input H (block 0: the token embeddings); with RoPE the positions enter later, by rotating Q and K"
+                   if rope else "Block input H (block 0: the token embeddings; this model adds no position vector)")
+        stages.append(Stage("embed", label, how, ["tok_embed"], ["embed"], [row]))
     else:
-        stages.append(Stage("embed", "stream in", f"Input: the residual stream entering block {layer}",
+        stages.append(Stage("embed", "stream in", f"Block input H: the residual stream entering block {layer}",
                             [x_in], [x_in], [[Panel(f"H (stream into block {layer})", x_in)]]))
 
     return stages[0]
@@ -176,7 +176,7 @@ def _ffn_stages(trace, p: str, post: bool, swiglu: bool, config, ffn_in: str) ->
                             [p + "ffn.pre"], [p + "ffn.post"],
                             [[Panel("x·W1", p + "ffn.pre")], [Panel(f"{act}(x·W1)", p + "ffn.post")]]))
     stages.append(Stage("down", "FFN down",
-                        f"FFN down-projection: back from {Fh} to {F} features per token, same W2 for all",
+                        f"FFN down-projection: back from {Fh} to {F} features per token, same {'W_down' if swiglu else 'W2'} for all",
                         [p + "ffn.post"], [p + "ffn.out"],
                         [[Panel(f"hidden [{Fh} features]", p + "ffn.post")], [Panel(f"FFN(x) [{F} features]", p + "ffn.out")]]))
     if post:
