@@ -181,7 +181,7 @@ def format_depth_table(profiles, what: str = "activation_rms", blocks=None) -> s
     of ``what`` ("activation_rms": RMS of the stream leaving the block; "grad_norm": the block's weight
     gradient). A last line gives, per column, the largest factor between a seed's value and the median
     (``DepthProfile.spread_factor``). A column whose seeds differ by more than a factor 1.5 is printed to two
-    significant figures, the others to three."""
+    significant figures, the others to three; trailing zeros are kept in both (2.0, 2.10)."""
     if what not in ("activation_rms", "grad_norm"):
         raise TinyTFInputError(f"what must be 'activation_rms' or 'grad_norm', got {what!r}")
     if not profiles:
@@ -206,7 +206,7 @@ def _cell(v: float, digits: int = 3) -> str:
         return "nan"
     if math.isinf(v):
         return "inf"
-    return f"{v:.{digits}g}" if v < 10 ** digits else f"{v:.1e}"
+    return f"{v:#.{digits}g}".rstrip(".") if v < 10 ** digits else f"{v:.1e}"  # zeros kept: 2.10, 0.250
 
 
 def _factor(f: float) -> str:
