@@ -248,9 +248,15 @@ AUDIT_JS = r"""(minSubplot) => {
     }
     if (overlaps > 3) problems.push(`${name}: ${overlaps} overlapping text pairs in all`);
     const used = new Set((gd._fullData || []).filter(t => t.visible === true).map(t => (t.xaxis || 'x') + (t.yaxis || 'y')));
-    Object.entries(gd._fullLayout._plots || {}).forEach(([id, p]) => {
-      if (!used.has(id)) return;
-      if (p.xaxis._length < minSubplot) problems.push(`${name}: subplot ${id} is ${Math.round(p.xaxis._length)} px wide`);
+    // a figure drawn to scale (layout.meta.tinytf.toScale: a [T, 128] panel a quarter as wide as a [T, 512] one)
+    // has narrower panels by design: its widest panel must have the usual width, the others a third of it
+    const meta = gd.layout && gd.layout.meta && gd.layout.meta.tinytf;
+    const plots = Object.entries(gd._fullLayout._plots || {}).filter(([id]) => used.has(id));
+    const widest = Math.max(0, ...plots.map(([, p]) => p.xaxis._length));
+    const floor = meta && meta.toScale ? minSubplot / 3 : minSubplot;
+    if (meta && meta.toScale && widest < minSubplot) problems.push(`${name}: widest subplot is ${Math.round(widest)} px wide`);
+    plots.forEach(([id, p]) => {
+      if (p.xaxis._length < floor) problems.push(`${name}: subplot ${id} is ${Math.round(p.xaxis._length)} px wide`);
     });
   });
   return problems;
