@@ -52,7 +52,10 @@ def test_spread_and_its_digits():
     assert (s.median, s.q1, s.q3) == (3.0, 2.0, 4.0)
     assert Spread.of([7.0]) == Spread(7.0, 7.0, 7.0)
     assert str(Spread.of([2.6, 2.7, 2.71, 2.73, 2.8])) == "2.7 (IQR 2.7–2.7)"  # two significant digits at most
-    assert str(Spread.of([9.0, 10.0, 10.5, 11.0, 12.0])) == "10 (IQR 10–11)"  # the IQR's width sets the last digit
+    assert str(Spread.of([9.0, 10.0, 10.5, 11.0, 12.0])) == "10 (IQR 10–11)"
+    # two significant digits of the median always, zeros kept, however wide the IQR (the reader can recompute)
+    assert str(Spread.of([3.9, 4.4, 5.0, 5.1, 5.3])) == "5.0 (IQR 4.4–5.1)"
+    assert Spread.of([4.5, 4.6, 4.7]).median_str() == "4.6" and Spread.of([9.96]).median_str() == "10"
     assert str(Spread.of([0.087, 0.088, 0.088, 0.089])) == "0.088 (IQR 0.088–0.088)"
     with pytest.raises(TinyTFInputError):
         Spread.of([])
@@ -85,7 +88,7 @@ def test_readings_print_what_the_prose_refers_to():
     assert two_digits(0.1, keep_zeros=True) == "0.10" and two_digits(12.0, keep_zeros=True) == "12" \
         and two_digits(0.613, keep_zeros=True) == "0.61"
     s = Spread.of([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert s.median_str() == "3" and s.contains(2.0) and not s.contains(4.5)
+    assert s.median_str() == "3.0" and s.contains(2.0) and not s.contains(4.5)
     # two repeats, two steps per band: the cached line flat at 1 ms, the naive one from 2 to 4 ms
     st = StepTimes([10, 11, 20, 21], {"naive": [[2e-3, 2e-3, 4e-3, 4e-3]] * 2, "cached": [[1e-3] * 4] * 2})
     text = st.reading((10, 12), (20, 22), "token")
@@ -119,9 +122,11 @@ def test_readings_print_what_the_prose_refers_to():
     assert "(reading and arithmetic overlap, so the two estimates can add up to slightly more than the step)." in \
         fast_step.report("tiny", cfg, read_rate=1e9)
     # the printed percentage follows the printed (rounded) medians: 2.0 -> 3.4 is +70 %, though 1.96 -> 3.44 is +76 %
+    assert st.pooled_ratio(10, 12) == 2.0
     st2 = StepTimes([10, 11, 20, 21], {"naive": [[1.96e-3, 1.96e-3, 3.44e-3, 3.44e-3]] * 2, "cached": [[1e-3] * 4] * 2})
     assert "naive 2.0 → 3.4 (about +70 %)" in st2.reading((10, 12), (20, 22), "token")
     from tinytf.lab.prefill_decode import three_digits
     assert three_digits(11.83) == "11.8" and three_digits(120.4) == "120" and three_digits(0.9213) == "0.921" \
         and three_digits(12.0) == "12.0"
+    assert f"arithmetic rate, GFLOP/s: prefill {three_digits(pre.flops / 16e-3 / 1e9)}, " in report  # as the balance line prints it
     assert "FLOPs in the time it reads one byte" not in with_read  # the balance belongs to the machine, not the model

@@ -83,11 +83,15 @@ class Spread:
         return Spread(self.median * factor, self.q1 * factor, self.q3 * factor)
 
     def decimals(self) -> int:
-        """Decimal places the spread supports: two significant digits of the median, fewer when the IQR is
-        wider than the second digit (then the place of the IQR width's leading digit)."""
-        two = 1 - math.floor(math.log10(abs(self.median) or 1.0))
-        width = self.q3 - self.q1
-        return max(0, two if width <= 0 else min(two, -math.floor(math.log10(width))))
+        """Decimal places of two significant digits of the median, zeros kept (5.0, 4.6, 0.084, 36); the IQR
+        is printed to the same decimal places."""
+        m = abs(self.median)
+        if m == 0:
+            return 1
+        d = max(0, 1 - math.floor(math.log10(m)))
+        if d and abs(round(m, d)) >= 10 ** (2 - d):  # 9.96 rounds to 10.0: one decimal fewer
+            d -= 1
+        return d
 
     def __str__(self) -> str:
         d = self.decimals()
@@ -163,7 +167,7 @@ class PhaseTiming:
                  f"  prefill, ms per token: {self.prefill_spread().scaled(1e3)}",
                  f"  decode, ms per token:  {self.decode_spread().scaled(1e3)}",
                  f"  decode / prefill:      {self.ratio_spread()}",
-                 f"  arithmetic rate, GFLOP/s: prefill {two_digits(pre_rate / 1e9)}, decode {two_digits(dec_rate / 1e9)}",
+                 f"  arithmetic rate, GFLOP/s: prefill {three_digits(pre_rate / 1e9)}, decode {three_digits(dec_rate / 1e9)}",
                  f"  A decode token costs the time of {self.ratio_spread().median_str()} prefill tokens, and decode "
                  f"achieves {two_digits(dec_rate / pre_rate)} of prefill's arithmetic rate.",
                  f"  Decode's {dec.flops / 1e6:.1f} MFLOPs at prefill's rate would take "
@@ -234,7 +238,9 @@ class StepTimes:
         return Spread.of(run[i] for run in self.seconds[name] for i in idx)
 
     def ratio(self, lo: int, hi: int) -> Spread:
-        """Naive / cached time per step at positions lo..hi-1: one ratio of medians per repeat."""
+        """Naive / cached time per step at positions lo..hi-1, one ratio per repeat: that repeat's median naive
+        step in the band / its median cached step in the band; the Spread is over the repeats. It pairs each
+        naive run with the cached run beside it, so it need not equal the ratio of the pooled band medians."""
         idx = self._band(lo, hi)
         return Spread.of(statistics.median(n[i] for i in idx) / statistics.median(c[i] for i in idx)
                          for n, c in zip(self.seconds["naive"], self.seconds["cached"]))
@@ -245,6 +251,12 @@ class StepTimes:
         idx = self._band(lo, hi)
         return Spread.of(statistics.median(c[i] for i in idx) / statistics.median(n[i] for i in idx)
                          for n, c in zip(self.seconds["naive"], self.seconds["cached"]))
+
+    def pooled_ratio(self, lo: int, hi: int) -> float:
+        """The ratio of the two printed band medians (naive / cached, every step of every repeat pooled),
+        computed from the medians as they print."""
+        n, c = self.band("naive", lo, hi), self.band("cached", lo, hi)
+        return float(n.median_str()) / float(c.median_str())
 
     def reading(self, first: tuple, last: tuple, unit: str, names=("first quarter", "last quarter")) -> str:
         """Three sentences reading two bands (lo, hi) of positions, rounded as the bands print: each line's
