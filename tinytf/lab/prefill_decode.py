@@ -106,15 +106,20 @@ class Spread:
         return self.q1 <= x <= self.q3
 
 
+def significant(x: float, digits: int, keep_zeros: bool = False) -> str:
+    """``x`` to ``digits`` significant digits; trailing zeros dropped (0.1 -> '0.1') or, with ``keep_zeros``,
+    kept (0.1 -> '0.10' at two digits: a value whose last printed digit was measured)."""
+    return format(float(x), f"#.{digits}g").rstrip(".") if keep_zeros else f"{float(f'{x:.{digits}g}'):g}"
+
+
 def two_digits(x: float, keep_zeros: bool = False) -> str:
-    """``x`` to two significant digits: 0.0123 -> '0.012', 41.7 -> '42'; trailing zeros dropped (0.1 -> '0.1')
-    or, with ``keep_zeros``, kept (0.1 -> '0.10', a time whose second digit was measured)."""
-    return format(float(x), "#.2g").rstrip(".") if keep_zeros else f"{float(f'{x:.2g}'):g}"
+    """``x`` to two significant digits: 0.0123 -> '0.012', 41.7 -> '42' (see :func:`significant`)."""
+    return significant(x, 2, keep_zeros)
 
 
 def three_digits(x: float) -> str:
     """``x`` to three significant digits, zeros kept: 11.83 -> '11.8', 120.4 -> '120', 0.9213 -> '0.921'."""
-    return format(float(x), "#.3g").rstrip(".")
+    return significant(x, 3, keep_zeros=True)
 
 
 @dataclass
