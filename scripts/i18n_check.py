@@ -5,7 +5,8 @@
 
 A message is reported when its translation is missing or marked fuzzy, or when it does not keep the
 markup of the English text: every inline code span, math span ($...$, $$...$$), MyST role
-({cite:p}`key`, {ref}`label`, {numref}`...`, ...), link target ](...), URL and footnote reference
+({cite:p}`key`, {ref}`label`, {numref}`...`, ...; the title of {ref}`title <label>` may be
+translated), link target ](...), URL and footnote reference
 ([^1]) must appear in the translation exactly as often as in the original (order may change, as
 Chinese word order differs). Exit status 1 when anything is reported.
 """
@@ -34,9 +35,14 @@ _TOKENS = re.compile("|".join(f"(?:{p})" for p in
                               (_ROLE, _CODE, _DISPLAY_MATH, _MATH, _LINK_TARGET, _URL, _FOOTNOTE)), re.S)
 
 
+_TITLED_ROLE = re.compile(r"^(\{(?:ref|numref|doc|term)\})`[^`<]*<([^`>]+)>`$")
+
+
 def protected(text: str) -> Counter:
-    """The spans of `text` that a translation must keep unchanged, with their counts."""
-    return Counter(m.group(0) for m in _TOKENS.finditer(text))
+    """The spans of `text` that a translation must keep unchanged, with their counts. A cross-reference
+    with its own title ({ref}`the title <label>`) may translate the title: only its role and target count."""
+    spans = (m.group(0) for m in _TOKENS.finditer(text))
+    return Counter(_TITLED_ROLE.sub(r"\1<\2>", span) for span in spans)
 
 
 def problems(po_path: Path) -> list[str]:
