@@ -36,13 +36,16 @@ _TOKENS = re.compile("|".join(f"(?:{p})" for p in
 
 
 _TITLED_ROLE = re.compile(r"^(\{(?:ref|numref|doc|term)\})`[^`<]*<([^`>]+)>`$")
+# an untitled cross-reference ({ref}`label`) may gain a title in translation ({ref}`11.3 节 <label>`)
+_UNTITLED_ROLE = re.compile(r"^(\{(?:ref|numref|doc|term)\})`([^`<>]+)`$")
 
 
 def protected(text: str) -> Counter:
-    """The spans of `text` that a translation must keep unchanged, with their counts. A cross-reference
-    with its own title ({ref}`the title <label>`) may translate the title: only its role and target count."""
+    """The spans of `text` that a translation must keep unchanged, with their counts. For a cross-reference
+    only its role and target count: a translation may translate its title ({ref}`the title <label>`) or give an
+    untitled one a title ({ref}`label` -> {ref}`11.3 节 <label>`)."""
     spans = (m.group(0) for m in _TOKENS.finditer(text))
-    return Counter(_TITLED_ROLE.sub(r"\1<\2>", span) for span in spans)
+    return Counter(_UNTITLED_ROLE.sub(r"\1<\2>", _TITLED_ROLE.sub(r"\1<\2>", span)) for span in spans)
 
 
 def problems(po_path: Path) -> list[str]:
