@@ -330,8 +330,13 @@ def add_ui_strings(app: Sphinx) -> None:
     """The words of the figure core and the panel, translated, on every page (before the core runs)."""
     if _catalogue is None or app.builder.format != "html":
         return
-    words = json.dumps(_catalogue.ui(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    app.add_js_file(None, body="window.tinytfStrings = " + words.replace("</", "<\\/") + ";", priority=390)
+    app.add_js_file(None, body=ui_strings_js(_catalogue), priority=390)
+
+
+def ui_strings_js(catalogue) -> str:
+    """The inline script that gives a page the figure core's and the panel's words (window.tinytfStrings)."""
+    words = json.dumps(catalogue.ui(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return "window.tinytfStrings = " + words.replace("</", "<\\/") + ";"
 
 
 def report_missing(app: Sphinx, exception) -> None:
