@@ -166,10 +166,22 @@ def figure_texts(spec: dict) -> list[str]:
     return found
 
 
+_notebooks: dict = {}
+
+
+def read_notebook(path: Path) -> dict:
+    """A notebook's JSON (read once per version of the file)."""
+    path = Path(path)
+    key = (path.resolve(), path.stat().st_mtime_ns)
+    if key not in _notebooks:
+        _notebooks[key] = json.loads(path.read_text(encoding="utf-8"))
+    return _notebooks[key]
+
+
 def notebook_figures(paths=None):
     """(notebook path, plotly JSON) for every figure output of the chapters."""
     for nb_path in sorted(paths or CHAPTERS.glob("*.ipynb")):
-        nb = json.loads(Path(nb_path).read_text(encoding="utf-8"))
+        nb = read_notebook(nb_path)
         for cell in nb.get("cells", []):
             for out in cell.get("outputs", []):
                 spec = out.get("data", {}).get(PLOTLY_JSON)
@@ -275,7 +287,7 @@ def panel_messages() -> dict:
     found = {v: src for v in static_panel.MESSAGES.values() if v.strip()}
     found[static_panel.NOTE] = src
     for nb_path in sorted(CHAPTERS.glob("*.ipynb")):
-        nb = json.loads(nb_path.read_text(encoding="utf-8"))
+        nb = read_notebook(nb_path)
         for cell in nb.get("cells", []):
             for out in cell.get("outputs", []):
                 html_text = "".join(out.get("data", {}).get("text/html", []))
