@@ -269,7 +269,7 @@
       var enc = encode(self.state, self.text.value, entry);
       if (enc.error) {
         var kept = self.figure ? self.state.messages.kept : "";
-        self.say("", enc.error.replace(/\.+$/, "") + "." + kept);
+        self.say("", tr("{message}.", { message: enc.error.replace(/\.+$/, "") }) + kept);
         return null;
       }
       var view = self.viewKey();

@@ -30,8 +30,8 @@ HTML book self-contained:
 * fails the build when a page would load a script or stylesheet from another host;
 * in another language's edition (``language: zh_CN``): translates the words of every figure and of the static
   panel with the figure catalogue, ``locales/<language>/LC_MESSAGES/figures.po`` (``scripts/figure_strings.py``),
-  as it writes their HTML, and gives every page the figure core's and the panel's words as
-  ``window.tinytfStrings``. The notebooks are not changed, and the English edition's HTML is what it was.
+  as it writes their HTML, translates the panel's figure templates in the build's ``_static/models/``, and gives
+  every page the figure core's and the panel's words as ``window.tinytfStrings``. The notebooks are not changed, and the English edition's HTML is what it was.
 """
 from __future__ import annotations
 
@@ -339,6 +339,32 @@ def ui_strings_js(catalogue) -> str:
     return "window.tinytfStrings = " + words.replace("</", "<\\/") + ";"
 
 
+def translate_templates(app: Sphinx, exception) -> None:
+    """The static panel's figure templates of this build (``_static/models/<model>/*.json.gz``) in its language."""
+    if exception is not None or _catalogue is None or app.builder.format != "html":
+        return
+    translate_template_files(Path(app.outdir) / "_static" / "models", _catalogue, str(app.config.language))
+
+
+def translate_template_files(models: Path, catalogue, lang: str, pattern: str = "*/*.json.gz") -> int:
+    """Translate the template files under ``models`` (those matching ``pattern``) in place, each marked with its
+    language so that it is never translated twice; returns how many were written."""
+    import gzip
+
+    fs = figure_strings()
+    written = 0
+    for path in sorted(models.glob(pattern)):
+        data = fs.read_template_file(path)
+        if data.get("language") == lang:
+            continue
+        new = dict(catalogue.template_file(data), language=lang)
+        text = json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+        path.unlink()  # (a link or a hard copy of the source's file must not be written through)
+        path.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+        written += 1
+    return written
+
+
 def report_missing(app: Sphinx, exception) -> None:
     if exception is None and _catalogue is not None and _catalogue.missing:
         from sphinx.util import logging
@@ -354,7 +380,8 @@ def setup(app: Sphinx):
     app.connect("config-inited", lazy_assets_off_pages)
     app.connect("config-inited", load_catalogue)
     app.connect("builder-inited", add_ui_strings)
-    app.connect("build-finished", report_missing)
+    app.connect("build-finished", translate_templates)
+    app.connect("build-finished", report_missing, priority=900)
     app.connect("builder-inited", copy_core)
     app.connect("html-page-context", drop_unusable_widget_state, priority=400)
     app.connect("html-page-context", add_plotly_where_needed)

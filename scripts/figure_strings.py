@@ -23,7 +23,11 @@ source of: msgid = the English text, msgstr = the translation. The Chinese editi
   panel's labels and status lines), with ``{name}`` placeholders that the script fills. The page gives the
   translations as ``window.tinytfStrings`` (only the Chinese edition; English is the default in the code).
 * **the static panel's data** (``tinytf.viz.static_panel``): its message templates for bad input, its note, its
-  view names, and the models' labels of ``tinytf.lab.onnx_export.book_models()``.
+  view names, and the models' labels of ``tinytf.lab.onnx_export.book_models()``;
+* **the static panel's figures**: the figure templates the page fills with the model's outputs
+  (``_static/models/<model>/*.json.gz``, ``tinytf.viz.templates``, written by ``scripts/static_assets.py`` at every
+  book build, which must have run once): their texts as above, and the format strings of their bindings
+  (``"{} reads {}: weight {:.3f} (mean of heads)"``: keep each ``{...}``, in order).
 
 A name that stays as it is in Chinese (``RMSNorm``, ``Attn(Norm1(x))``) has msgstr = msgid, so that "translated"
 means "looked at". ``--check`` reports a message without a translation, a fuzzy one, one whose placeholders differ
@@ -42,6 +46,7 @@ CHAPTERS = ROOT / "chapters"
 LOCALES = ROOT / "locales"
 LANG = "zh_CN"
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
+MODELS = ROOT / "_static" / "models"  # the panel's figure templates (scripts/static_assets.py writes them)
 JS_SOURCES = (ROOT / "tinytf" / "viz" / "figure_core.js", ROOT / "_static" / "tinytf-panel.js")
 
 # keys whose strings a reader sees (in lists too); frames' "name" and the slider's "args" are frame keys, and
@@ -62,6 +67,7 @@ _VARIABLE = re.compile(r"(?<=\()\d+: [^)]{1,8}(?=\))"               # (0: a)
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _CODE_NAME = re.compile(r"^[A-Za-z_][\w]*(?:\.[\w]+)+$")
 _PLACEHOLDER = re.compile(r"(?<!%)\{(\w+)\}")
+_ANY_PLACEHOLDER = re.compile(r"(?<!%)\{[^{}]*\}")  # also Python's "{}" and "{:.3f}" of a template's format
 
 
 # --------------------------------------------------------------------------- segments and placeholders
@@ -230,6 +236,15 @@ class Catalogue:
         """A translated copy of a figure spec (the input is not changed)."""
         return _strings(spec, self.text)
 
+    def template_file(self, data: dict) -> dict:
+        """A file of the panel's figure templates (tinytf.viz.templates) translated: each template's figure, and the
+        format strings its bindings fill in the browser (e.g. a cell's text)."""
+        out = dict(data, templates={})
+        for n, tpl in data["templates"].items():
+            out["templates"][n] = dict(tpl, figure=self.figure(tpl["figure"]),
+                                       bindings=_formats(tpl.get("bindings", []), self.message))
+        return out
+
     def ui(self) -> dict:
         """The strings of the figure core and the panel scripts: what the page gives as window.tinytfStrings."""
         return {m: self.messages[m] for m in sorted(js_messages()) if m in self.messages}
@@ -253,6 +268,44 @@ class Catalogue:
 
         out = re.sub(r'data-panel="([^"]*)"', data, html_text)
         return out.replace(static_panel.NOTE, self.message(static_panel.NOTE))
+
+
+# --------------------------------------------------------------------------- the panel's figure templates
+def _formats(expr, visit):
+    """A template's bindings with visit(fmt) for the format string of every ["format", fmt, args] (rebuilt)."""
+    if isinstance(expr, list):
+        if len(expr) == 3 and expr[0] == "format" and isinstance(expr[1], str):
+            return ["format", visit(expr[1]) if _WORD.search(expr[1]) else expr[1], _formats(expr[2], visit)]
+        return [_formats(e, visit) for e in expr]
+    return expr
+
+
+def template_files() -> list[Path]:
+    """The panel's figure template files. They are written by scripts/static_assets.py (every book build runs it);
+    without them the catalogue could not be checked, so their absence is an error."""
+    if not (MODELS / "manifest.json").is_file():
+        raise FileNotFoundError(f"{MODELS.relative_to(ROOT)} has no figure templates: run "
+                                "python scripts/static_assets.py (make book runs it)")
+    return sorted(MODELS.glob("*/*.json.gz"))
+
+
+def read_template_file(path: Path) -> dict:
+    import gzip
+
+    return json.loads(gzip.decompress(Path(path).read_bytes()))
+
+
+def template_messages() -> dict:
+    """msgid -> source (the model's folder) for the strings of the panel's figure templates."""
+    found = {}
+    for path in template_files():
+        where = path.parent.relative_to(ROOT).as_posix()
+        for tpl in read_template_file(path)["templates"].values():
+            for text in figure_texts(tpl["figure"]):
+                for msgid in text_messages(text):
+                    found.setdefault(msgid, where)
+            _formats(tpl.get("bindings", []), lambda fmt: found.setdefault(fmt, where))
+    return found
 
 
 # --------------------------------------------------------------------------- the other sources
@@ -307,7 +360,7 @@ def extract(notebooks=None) -> dict:
         for text in figure_texts(spec):
             for msgid in text_messages(text):
                 found.setdefault(msgid, set()).add(where)
-    for source in (js_messages(), panel_messages()):
+    for source in (js_messages(), panel_messages(), template_messages()):
         for msgid, where in source.items():
             found.setdefault(msgid, set()).add(where)
     return {k: sorted(v) for k, v in sorted(found.items())}
@@ -371,7 +424,7 @@ def problems(found: dict, entries: dict) -> list[str]:
             out.append(f"untranslated: {msgid!r}")
         elif e["fuzzy"]:
             out.append(f"fuzzy: {msgid!r}")
-        elif sorted(_PLACEHOLDER.findall(msgid)) != sorted(_PLACEHOLDER.findall(e["msgstr"])):
+        elif sorted(_ANY_PLACEHOLDER.findall(msgid)) != sorted(_ANY_PLACEHOLDER.findall(e["msgstr"])):
             out.append(f"placeholders differ: {msgid!r} -> {e['msgstr']!r}")
     out += [f"stale: {msgid!r}" for msgid in entries if msgid not in found]
     return out

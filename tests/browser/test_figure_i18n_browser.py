@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -76,7 +77,15 @@ def zh_page(book_html, browser, tmp_path_factory):
     parts.append(cat.panel_html(panel))
     assert not cat.missing, cat.missing
     site = tmp_path_factory.mktemp("zh-site")
-    (site / "_static").symlink_to(book_html / "_static", target_is_directory=True)
+    static = site / "_static"  # the English book's, but the panel's figure templates in Chinese
+    static.mkdir()
+    for item in (book_html / "_static").iterdir():
+        if item.name != "models":
+            (static / item.name).symlink_to(item, target_is_directory=item.is_dir())
+    shutil.copytree(book_html / "_static" / "models", static / "models")
+    # the stepper of layer 0, the view the test draws (the build translates every file; test_figure_i18n.py checks
+    # that the catalogue covers them all)
+    assert offline.translate_template_files(static / "models", cat, "zh_CN", "*/stepper-L0.json.gz") == 3
     (site / "index.html").write_text(PAGE.format(strings=offline.ui_strings_js(cat), figures="\n".join(parts)),
                                      encoding="utf-8")
     server = book_browser.BookServer(site)
@@ -122,6 +131,10 @@ def test_chinese_figures_and_panel(zh_page, browser):
         text = status.text_content()
         assert "'你好' 是 2 个字符，UTF-8 编码为 6 个字节" in text, text
         assert "英文" not in text  # the untrained model was not trained on anything
+        # the panel's figure (filled in the browser from its template) speaks Chinese too
+        caption = page.locator(f"{PANEL} .tinytf-figtitle").text_content()
+        assert caption.startswith("1/15 · 块输入 H"), caption
+        assert page.locator(f"{PANEL} .tinytf-anim-value").text_content().startswith("第 1/15 步："), caption
         page.locator(f"{PANEL} select[id$='-model']").select_option("text-4l")
         page.wait_for_function(f"() => document.querySelector('{PANEL} .tinytf-panel-status').textContent"
                                ".includes('英文文本上训练')", timeout=30_000)
@@ -130,6 +143,8 @@ def test_chinese_figures_and_panel(zh_page, browser):
         box.press("Enter")
         page.wait_for_function(f"() => document.querySelector('{PANEL} .tinytf-panel-message').textContent"
                                ".includes('文本为空')", timeout=10_000)
+        message = page.locator(f"{PANEL} .tinytf-panel-message").text_content()
+        assert message == "⚠ encode：文本为空；请至少输入一个字符。下图仍显示上一次有效的输入。", message
         for width in (1280, 375):
             page.set_viewport_size({"width": width, "height": 900})
             page.wait_for_timeout(400)
