@@ -20,9 +20,14 @@
   var MODELS_DIR = STATIC + "models/";
   var ORT_DIR = STATIC + "ort/";
   var serial = 0;
-  var FILE_MESSAGE = "This page was opened as a file (file://), and browsers do not let such a page load the model. " +
-    "Serve the book's folder instead: run `python -m http.server --directory _build/html` in the book's folder " +
-    "and open http://localhost:8000/ in the browser";
+  // the panel's words: English, or the page's translation (window.tinytfStrings, through the core's tr)
+  function tr(text, values) {
+    var core = window.tinytfCore || window.tinytfFigures;
+    return core && core.tr ? core.tr(text, values) : text;
+  }
+  function fileMessage() {
+    return tr("This page was opened as a file (file://), and browsers do not let such a page load the model. Serve the book's folder instead: run `python -m http.server --directory _build/html` in the book's folder and open http://localhost:8000/ in the browser");
+  }
 
   // ------------------------------------------------------------------ shared loaders (once per page)
   var loading = {};
@@ -122,6 +127,20 @@
     return { ids: ids };
   }
 
+  // What the panel does with text beyond ASCII (Chinese, accents, emoji): the model reads one token per UTF-8
+  // byte, and a CJK character is 3 bytes, so "你好" is 6 tokens; a model trained on English text has seen few
+  // such bytes. Said in the status line, before the timing ("" for ASCII text).
+  function bytesNote(text, entry) {
+    var chars = Array.from(text).length, n = utf8(text).length;
+    if (n === chars) { return ""; }
+    var note = tr("{text} is {chars} characters and {n} bytes in UTF-8: the model reads one token per byte (a Chinese character is 3 bytes).",
+      { text: pyRepr(text), chars: chars, n: n });
+    if (/English/.test(entry.label || "")) {
+      note += " " + tr("This model was trained on English text, so what it makes of these bytes says little.");
+    }
+    return note + " ";
+  }
+
   // ------------------------------------------------------------------ the panel
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
@@ -146,8 +165,8 @@
   }
 
   function headOptions(n) {  // the "heads" choices: all, their mean, then each head of a model with n
-    var heads = [["all", "all heads"], ["mean", "mean of heads"]];
-    for (var h = 0; h < n; h++) { heads.push([h, "head " + h]); }
+    var heads = [["all", tr("all heads")], ["mean", tr("mean of heads")]];
+    for (var h = 0; h < n; h++) { heads.push([h, tr("head {h}", { h: h })]); }
     return heads;
   }
 
@@ -158,24 +177,24 @@
     this.entry = null; this.ready = false; this.figure = null;
     root.textContent = "";
     root.setAttribute("role", "group");
-    root.setAttribute("aria-label", "Live panel: run the block on your own tokens, in this browser");
+    root.setAttribute("aria-label", tr("Live panel: run the block on your own tokens, in this browser"));
     var intro = el("p", { "class": "tinytf-panel-intro" },
-      "Live panel: type your own tokens or pick a view; the model then runs in this browser (nothing is sent anywhere).");
+      tr("Live panel: type your own tokens or pick a view; the model then runs in this browser (nothing is sent anywhere)."));
     root.appendChild(intro);
     var box = el("div", { "class": "tinytf-panel-controls" });
     root.appendChild(box);
-    this.text = field(box, "tokens", el("input", { type: "text", id: id + "-text", spellcheck: "false",
+    this.text = field(box, tr("tokens"), el("input", { type: "text", id: id + "-text", spellcheck: "false",
       autocomplete: "off", "aria-describedby": id + "-msg" }));
     this.text.value = state.text;
-    this.model = field(box, "model", el("select", { id: id + "-model" }));
+    this.model = field(box, tr("model"), el("select", { id: id + "-model" }));
     options(this.model, state.models.map(function (k) { return [k, k]; }), state.models[0]);
-    this.view = field(box, "view", el("select", { id: id + "-view" }));
+    this.view = field(box, tr("view"), el("select", { id: id + "-view" }));
     options(this.view, Object.keys(state.views).map(function (k) { return [k, state.views[k]]; }), state.view);
-    this.head = field(box, "heads", el("select", { id: id + "-head" }));
+    this.head = field(box, tr("heads"), el("select", { id: id + "-head" }));
     options(this.head, headOptions(0), state.head);
-    this.layer = field(box, "layer", el("select", { id: id + "-layer" }));
+    this.layer = field(box, tr("layer"), el("select", { id: id + "-layer" }));
     options(this.layer, [[state.layer, String(state.layer)]], state.layer);
-    this.run = el("button", { type: "button", "class": "tinytf-anim-btn tinytf-panel-run" }, "▶ Run in this browser");
+    this.run = el("button", { type: "button", "class": "tinytf-anim-btn tinytf-panel-run" }, tr("▶ Run in this browser"));
     box.appendChild(this.run);
     this.msg = el("div", { id: id + "-msg", "class": "tinytf-panel-message", role: "alert" });
     this.status = el("div", { "class": "tinytf-panel-status", role: "status", "aria-live": "polite" });
@@ -197,7 +216,7 @@
       s.addEventListener("change", function () { self.request(); });
     });
     this.run.addEventListener("click", function () { self.request(); });
-    if (location.protocol === "file:") { this.say(null, FILE_MESSAGE, true); }
+    if (location.protocol === "file:") { this.say(null, fileMessage(), true); }
     root._tinytfPanel = this;
   }
   Panel.prototype.say = function (status, message, keep) {
@@ -214,7 +233,7 @@
     if (!this.queue) {
       this.queue = window.tinytfCore.queue(function () {
         return self.update().catch(function (err) {
-          self.say("", "the panel could not run the model (" + (err && err.message ? err.message : err) + ")");
+          self.say("", tr("the panel could not run the model ({error})", { error: err && err.message ? err.message : err }));
         });
       });
     }
@@ -231,7 +250,7 @@
       if (!keys.length) { throw new Error("no model of this panel is in the book's manifest"); }
       self.byKey = byKey;
       if (!self.ready) {
-        options(self.model, keys.map(function (k) { return [k, byKey[k].label || k]; }), self.model.value);
+        options(self.model, keys.map(function (k) { return [k, tr(byKey[k].label || k)]; }), self.model.value);
         self.ready = true;
       }
       return byKey[self.model.value];
@@ -241,8 +260,8 @@
     var self = this;
     var t0 = performance.now();
     var first = !this.figure;
-    if (location.protocol === "file:") { this.say("", FILE_MESSAGE); return Promise.resolve(null); }
-    if (first) { this.say("Loading the model and onnxruntime-web (once per page)…", null, true); }
+    if (location.protocol === "file:") { this.say("", fileMessage()); return Promise.resolve(null); }
+    if (first) { this.say(tr("Loading the model and onnxruntime-web (once per page)…"), null, true); }
     return this.load().then(function (entry) {
       var changedModel = self.entry !== entry;
       self.entry = entry;
@@ -250,7 +269,7 @@
       var enc = encode(self.state, self.text.value, entry);
       if (enc.error) {
         var kept = self.figure ? self.state.messages.kept : "";
-        self.say("", enc.error.replace(/\.+$/, "") + "." + kept);
+        self.say("", tr("{message}.", { message: enc.error.replace(/\.+$/, "") }) + kept);
         return null;
       }
       var view = self.viewKey();
@@ -267,9 +286,9 @@
             self.run.hidden = true;  // from now on every control redraws by itself
             self.root.setAttribute("data-update-ms", String(Math.round(t3 - t0)));
             self.root.setAttribute("data-updates", String((+self.root.getAttribute("data-updates") || 0) + 1));
-            self.say((first ? "Ready: the model runs in this browser. " : "") +
-              "Updated in " + Math.round(t3 - t0) + " ms (model " + Math.round(fig.runMs) + " ms, figure " +
-              Math.round(t3 - t1 - fig.runMs) + " ms).", "");
+            self.say((first ? tr("Ready: the model runs in this browser.") + " " : "") + bytesNote(self.text.value, entry) +
+              tr("Updated in {total} ms (model {model} ms, figure {figure} ms).", { total: Math.round(t3 - t0),
+                model: Math.round(fig.runMs), figure: Math.round(t3 - t1 - fig.runMs) }), "");
           });
         });
       });

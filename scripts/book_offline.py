@@ -27,7 +27,11 @@ HTML book self-contained:
   is loaded, so nothing could ever read it;
 * writes ``index.html`` as a small page of its own (language, title, a link) that forwards to the
   landing page, instead of the bare ``<meta http-equiv="Refresh">`` line sphinx-external-toc writes;
-* fails the build when a page would load a script or stylesheet from another host.
+* fails the build when a page would load a script or stylesheet from another host;
+* in another language's edition (``language: zh_CN``): translates the words of every figure and of the static
+  panel with the figure catalogue, ``locales/<language>/LC_MESSAGES/figures.po`` (``scripts/figure_strings.py``),
+  as it writes their HTML, translates the panel's figure templates in the build's ``_static/models/``, and gives
+  every page the figure core's and the panel's words as ``window.tinytfStrings``. The notebooks are not changed, and the English edition's HTML is what it was.
 """
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ REMOTE_ASSET = re.compile(r"""<(?:script|link)\b[^>]*\b(?:src|href)=["'](?:https
 
 
 ROOT = Path(__file__).resolve().parents[1]
+_catalogue = None  # the figure catalogue of this build's language (None: English, nothing translated)
 CORE_SOURCE = ROOT / "tinytf" / "viz" / "figure_core.js"
 PARTIAL_BUNDLE = ROOT / "node_modules" / "plotly.js-cartesian-dist-min"
 
@@ -96,16 +101,20 @@ class PlotlyJsonPlugin:
 
     @staticmethod
     def handle_mime(renderer, data, inline):
-        if data.mime_type != PLOTLY_JSON or inline:
-            return None
         from docutils import nodes
 
+        if (_catalogue is not None and data.mime_type == "text/html" and not inline
+                and "tinytf-static-panel" in data.string):
+            return [nodes.raw(text=_catalogue.panel_html(data.string), format="html", classes=["output", "text_html"])]
+        if data.mime_type != PLOTLY_JSON or inline:
+            return None
         from tinytf.viz.render import book_html
 
         content = data.content if isinstance(data.content, dict) else json.loads(data.string)
         # one renderer parses one notebook: it numbers the repeats of a figure on that page
         seen = renderer.__dict__.setdefault("_tinytf_figure_ids", {})
-        return [nodes.raw(text=book_html(content, seen), format="html", classes=["output", "text_html"])]
+        translate = _catalogue.figure if _catalogue is not None else None
+        return [nodes.raw(text=book_html(content, seen, translate), format="html", classes=["output", "text_html"])]
 
 
 def register_plotly_plugin() -> None:
@@ -288,10 +297,91 @@ def lazy_assets_off_pages(app: Sphinx, config) -> None:
 LAZY_DIRS = ("ort/", "models/")
 
 
+def figure_strings():
+    """scripts/figure_strings.py (this file's neighbour: Sphinx puts scripts/ on sys.path, a test may not)."""
+    import importlib.util
+    import sys
+
+    if "figure_strings" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("figure_strings", Path(__file__).with_name("figure_strings.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["figure_strings"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["figure_strings"]
+
+
+def load_catalogue(app: Sphinx, config) -> None:
+    """An edition in another language than English translates its figures: the catalogue of that language, from
+    the first of ``locale_dirs`` that has one."""
+    global _catalogue
+    lang = str(config.language or "en")
+    _catalogue = None
+    if lang.startswith("en"):
+        return
+    fs = figure_strings()
+    for folder in config.locale_dirs or []:
+        path = Path(app.srcdir) / folder / lang / "LC_MESSAGES" / "figures.po"
+        if path.is_file():
+            _catalogue = fs.Catalogue.load(lang, path)
+            return
+
+
+def add_ui_strings(app: Sphinx) -> None:
+    """The words of the figure core and the panel, translated, on every page (before the core runs)."""
+    if _catalogue is None or app.builder.format != "html":
+        return
+    app.add_js_file(None, body=ui_strings_js(_catalogue), priority=390)
+
+
+def ui_strings_js(catalogue) -> str:
+    """The inline script that gives a page the figure core's and the panel's words (window.tinytfStrings)."""
+    words = json.dumps(catalogue.ui(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return "window.tinytfStrings = " + words.replace("</", "<\\/") + ";"
+
+
+def translate_templates(app: Sphinx, exception) -> None:
+    """The static panel's figure templates of this build (``_static/models/<model>/*.json.gz``) in its language."""
+    if exception is not None or _catalogue is None or app.builder.format != "html":
+        return
+    translate_template_files(Path(app.outdir) / "_static" / "models", _catalogue, str(app.config.language))
+
+
+def translate_template_files(models: Path, catalogue, lang: str, pattern: str = "*/*.json.gz") -> int:
+    """Translate the template files under ``models`` (those matching ``pattern``) in place, each marked with its
+    language so that it is never translated twice; returns how many were written."""
+    import gzip
+
+    fs = figure_strings()
+    written = 0
+    for path in sorted(models.glob(pattern)):
+        data = fs.read_template_file(path)
+        if data.get("language") == lang:
+            continue
+        new = dict(catalogue.template_file(data), language=lang)
+        text = json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+        path.unlink()  # (a link or a hard copy of the source's file must not be written through)
+        path.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+        written += 1
+    return written
+
+
+def report_missing(app: Sphinx, exception) -> None:
+    if exception is None and _catalogue is not None and _catalogue.missing:
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).info(
+            f"book_offline: {len(_catalogue.missing)} figure strings have no translation in the figure catalogue "
+            "(python scripts/figure_strings.py --check)")
+
+
 def setup(app: Sphinx):
     register_plotly_plugin()
     app.add_js_file(CORE_JS, priority=400)  # every page; before the _static/*.js files (priority 500)
     app.connect("config-inited", lazy_assets_off_pages)
+    app.connect("config-inited", load_catalogue)
+    app.connect("builder-inited", add_ui_strings)
+    app.connect("build-finished", translate_templates)
+    app.connect("build-finished", report_missing, priority=900)
     app.connect("builder-inited", copy_core)
     app.connect("html-page-context", drop_unusable_widget_state, priority=400)
     app.connect("html-page-context", add_plotly_where_needed)

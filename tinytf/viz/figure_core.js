@@ -37,6 +37,20 @@ var tinytfCore = (function () {
   var figures = [];
   var serial = 0;
 
+  // ------------------------------------------------------------------ words
+  // Every word the core writes goes through tr(english, values). The page may give translations as
+  // window.tinytfStrings (English -> translation: the Chinese edition's pages do, from the figure catalogue,
+  // into which scripts/figure_strings.py extracts the English text of every tr call here); without it, English.
+  // {name} is filled from values.
+  function tr(text, values) {
+    var T = typeof window !== "undefined" ? window.tinytfStrings : null;
+    var s = T && Object.prototype.hasOwnProperty.call(T, text) ? T[text] : text;
+    return !values ? s : s.replace(/\{(\w+)\}/g, function (m, k) { return k in values ? String(values[k]) : m; });
+  }
+  // CJK characters: as wide as the font is high (the 0.6 of a Latin letter would underestimate them), and a
+  // line of them may break between any two
+  var CJK = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/;
+
   // ------------------------------------------------------------------ theme
   function cssVar(name, fallback) {
     var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -153,15 +167,20 @@ var tinytfCore = (function () {
       .replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&").replace(/\s+/g, " ").trim();
   }
   function lineCount(s) { return String(s || "").split(/<br\s*\/?>/i).length; }
-  function textWidth(s, size) { return stripTags(s).length * size * 0.6; }
+  function textWidth(s, size) {
+    var t = stripTags(s), wide = (t.match(new RegExp(CJK.source, "g")) || []).length;
+    return (t.length - wide) * size * 0.6 + wide * size;
+  }
   // insert <br> so that no line of a plotly text is wider than maxPx (estimated)
   function wrap(s, maxPx, size) {
     if (typeof s !== "string" || maxPx <= 0) { return s; }
     return s.split(/<br\s*\/?>/i).map(function (line) {
       if (textWidth(line, size) <= maxPx || /<[^b\/]/.test(line)) { return line; }
-      var words = line.split(" "), out = [], cur = "";
+      var cjk = CJK.test(line), out = [], cur = "";
+      var words = cjk ? line.match(new RegExp("<\\/?b>|" + CJK.source + "|[^\\s<\\u2e80-\\u9fff\\uf900-\\ufaff\\uff00-\\uffef]+|\\s+", "g"))
+        : line.split(" ");
       words.forEach(function (w) {
-        var next = cur ? cur + " " + w : w;
+        var next = cur ? cur + (cjk ? "" : " ") + w : w;
         if (cur && textWidth(next, size) > maxPx) { out.push(cur); cur = w; } else { cur = next; }
       });
       if (cur) { out.push(cur); }
@@ -650,20 +669,19 @@ var tinytfCore = (function () {
       });
       if (!n) { return null; }
       var ys = values(t.y), xs = values(t.x);
-      var size = z.length + " rows × " + z[0].length + " columns";
+      var size = tr("{rows} rows × {columns} columns", { rows: z.length, columns: z[0].length });
       if (lo === hi) {  // a one-colour layer (e.g. the grey masked cells): say which cells it marks, not a range
-        return (name ? name + ": " : "") + n + " of the " + size + " cells shaded";
+        return (name ? name + ": " : "") + tr("{n} of the {size} cells shaded", { n: n, size: size });
       }
-      return (name ? name + ": " : "") + size + ", values from " + num(lo) + " to " + num(hi) +
-        " (largest in magnitude " + num(z[at[0]][at[1]]) + ", at row " + label(ys, at[0]) + ", column " +
-        label(xs, at[1]) + ")";
+      return (name ? name + ": " : "") + tr("{size}, values from {lo} to {hi} (largest in magnitude {big}, at row {row}, column {column})", { size: size, lo: num(lo), hi: num(hi), big: num(z[at[0]][at[1]]),
+                                     row: label(ys, at[0]), column: label(xs, at[1]) });
     }
     if (t.type === "bar") {
       var bx = values(t.x), by = values(t.y);
       var horizontal = t.orientation === "h";
       var cats = horizontal ? by : bx, vals = horizontal ? bx : by;
       if (!vals) { return null; }
-      return (name ? name + ": " : "bars: ") + vals.slice(0, 16).map(function (v, i) {
+      return (name ? name + ": " : tr("bars: ")) + vals.slice(0, 16).map(function (v, i) {
         return label(cats, i) + " " + num(v);
       }).join("; ");
     }
@@ -672,9 +690,9 @@ var tinytfCore = (function () {
       if (!sy || !sy.length || typeof sy[0] !== "number") { return null; }
       var fin = sy.filter(function (v) { return typeof v === "number" && isFinite(v); });
       if (!fin.length) { return null; }
-      return name + ": " + sy.length + " points, from " + num(sy[0]) + " at x = " + label(sx, 0) + " to " +
-        num(sy[sy.length - 1]) + " at x = " + label(sx, sy.length - 1) + " (min " + num(Math.min.apply(null, fin)) +
-        ", max " + num(Math.max.apply(null, fin)) + ")";
+      return name + ": " + tr("{n} points, from {first} at x = {x0} to {last} at x = {x1} (min {min}, max {max})", {
+        n: sy.length, first: num(sy[0]), x0: label(sx, 0), last: num(sy[sy.length - 1]), x1: label(sx, sy.length - 1),
+        min: num(Math.min.apply(null, fin)), max: num(Math.max.apply(null, fin)) });
     }
     return null;
   }
@@ -686,16 +704,18 @@ var tinytfCore = (function () {
       if (d && !seen[d] && parts.length < 14) { seen[d] = true; parts.push(d); }
     });
     var titles = (rec.spec.layout.annotations || []).map(function (a) { return stripTags(a.text); })
-      .filter(function (s) { return /[A-Za-z0-9]/.test(s); });  // panel titles, even one letter ("x"); not "+" or "="
+      .filter(function (s) { return /[A-Za-z0-9]/.test(s) || CJK.test(s); });  // panel titles, even one letter ("x"); not "+" or "="
     var out = [];
     if (rec.frames.length) {
-      out.push("Animation of " + rec.frames.length + " steps (" + rec.steps.map(function (s) { return s.label; }).join(", ") +
-        "); showing step " + (rec.index + 1) + ": " + stripTags(rec.frameTitle(rec.index)) + ".");
+      out.push(tr("Animation of {n} steps ({steps}); showing step {i}: {title}.", { n: rec.frames.length,
+        steps: rec.steps.map(function (s) { return s.label; }).join(", "), i: rec.index + 1,
+        title: stripTags(rec.frameTitle(rec.index)) }));
     }
     if (titles.length && (titles.length <= 12 || !parts.length)) {
-      out.push((parts.length ? "Panels: " : "Labels: ") + titles.slice(0, 40).join("; ") + ".");
+      var list = { list: titles.slice(0, 40).join("; ") };
+      out.push(parts.length ? tr("Panels: {list}.", list) : tr("Labels: {list}.", list));
     }
-    if (parts.length) { out.push("Numbers drawn: " + parts.join(". ") + "."); }
+    if (parts.length) { out.push(tr("Numbers drawn: {list}.", { list: parts.join(". ") })); }
     rec.desc.textContent = out.join(" ");
   }
 
@@ -738,10 +758,10 @@ var tinytfCore = (function () {
     var box = document.createElement("div");
     box.className = "tinytf-anim-controls";
     box.setAttribute("role", "group");
-    box.setAttribute("aria-label", "animation controls");
-    var prev = button("◀", "previous step", "tinytf-anim-prev");
-    var play = button("▶ Play", null, "tinytf-anim-play");
-    var next = button("▶", "next step", "tinytf-anim-next");
+    box.setAttribute("aria-label", tr("animation controls"));
+    var prev = button("◀", tr("previous step"), "tinytf-anim-prev");
+    var play = button(tr("▶ Play"), null, "tinytf-anim-play");
+    var next = button("▶", tr("next step"), "tinytf-anim-next");
     var range = document.createElement("input");
     range.type = "range"; range.min = "0"; range.max = String(rec.steps.length - 1); range.step = "1"; range.value = "0";
     range.id = id + "-step"; range.className = "tinytf-anim-range";
@@ -749,7 +769,7 @@ var tinytfCore = (function () {
     lab.setAttribute("for", range.id); lab.className = "tinytf-anim-label";
     var out = document.createElement("output");
     out.setAttribute("for", range.id); out.className = "tinytf-anim-value";
-    lab.textContent = "step";
+    lab.textContent = tr("step");
     box.appendChild(play); box.appendChild(prev); box.appendChild(next);
     var r = document.createElement("span"); r.className = "tinytf-anim-slider";
     r.appendChild(lab); r.appendChild(range); box.appendChild(r); box.appendChild(out);
@@ -765,10 +785,10 @@ var tinytfCore = (function () {
     if (!c) { return; }
     var s = rec.steps[rec.index];
     c.range.value = String(rec.index);
-    var text = (rec.index + 1) + " of " + rec.steps.length + ": " + s.label;
+    var text = tr("{i} of {n}: {label}", { i: rec.index + 1, n: rec.steps.length, label: s.label });
     c.range.setAttribute("aria-valuetext", text);
     c.out.textContent = text;
-    c.play.textContent = rec.playing ? "❚❚ Pause" : "▶ Play";
+    c.play.textContent = rec.playing ? tr("❚❚ Pause") : tr("▶ Play");
     c.play.setAttribute("aria-pressed", rec.playing ? "true" : "false");
     setCaption(rec.caption, rec.frameTitle(rec.index));
     describe(rec);
@@ -998,7 +1018,7 @@ var tinytfCore = (function () {
     var details = document.createElement("details");
     details.className = "tinytf-figdesc";
     var summary = document.createElement("summary");
-    summary.textContent = "Describe this figure";
+    summary.textContent = tr("Describe this figure");
     var desc = document.createElement("p");
     desc.id = id + "-desc";
     details.appendChild(summary); details.appendChild(desc);
@@ -1050,7 +1070,7 @@ var tinytfCore = (function () {
 
   return { draw: draw, update: update, adapt: adapt, figures: figures, theme: theme, MIN_SUBPLOT: MIN_SUBPLOT,
            figureAt: figureAt, mergeFrame: mergeFrame, steps: animSteps, stepFrame: stepFrame, queue: queue,
-           clone: clone, values: values };
+           clone: clone, values: values, tr: tr };
 })();
 // a classic script on a page (the book): the name the figure outputs call; inside an ES module (the live
 // widget) document.currentScript is null and nothing is put on window

@@ -223,12 +223,16 @@ def numbered_id(spec: dict, seen: dict) -> str:
     return base if n == 1 else f"{base}-{n}"
 
 
-def book_html(plotly_json: dict, seen: dict) -> str:
+def book_html(plotly_json: dict, seen: dict, translate=None) -> str:
     """The HTML the book draws for an output's ``application/vnd.plotly.v1+json`` part (the figure with its
     ``config``, as stored in the notebook); ``seen`` numbers the repeats of one page (see :func:`numbered_id`).
-    Called by the book's myst-nb mime render plugin (``scripts/book_offline.py``)."""
+    Called by the book's myst-nb mime render plugin (``scripts/book_offline.py``). ``translate`` (another
+    edition's: spec -> translated spec, ``scripts/figure_strings.py``) changes the figure's words, not its id."""
     spec = {k: v for k, v in plotly_json.items() if k != "config"}
-    return _html_for(spec, _dumps(spec), numbered_id(spec, seen), cdn=False)
+    div_id = numbered_id(spec, seen)
+    if translate is not None:
+        spec = translate(spec)
+    return _html_for(spec, _dumps(spec), div_id, cdn=False)
 
 
 def mimebundle(fig, digits: int = SIGNIFICANT_DIGITS, cdn: bool = False, div_id: str | None = None,
