@@ -90,3 +90,15 @@ def test_best_per_block_names_the_best_head_of_each_block():
     assert hs.best_per_block(model, texts)["twin_rows"] is None
     with pytest.raises(tinytf.TinyTFInputError):
         hs.best_per_block(model, [])
+
+
+def test_scores_per_text_takes_byte_id_windows_as_well_as_text():
+    torch.manual_seed(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=2, d_model=32, n_heads=2))
+    texts = ["The cat sat on the mat.", "A dog ran in the park!!"]
+    windows = torch.tensor([list(t.encode()) for t in texts])  # [2, 23], as tinytf.textdata.eval_windows gives
+    from_text, from_ids = hs.scores_per_text(model, texts), hs.scores_per_text(model, windows)
+    assert from_text.keys() == from_ids.keys()
+    for key, scores in from_text.items():
+        for p in H.PATTERNS:
+            assert torch.allclose(scores[p], from_ids[key][p])

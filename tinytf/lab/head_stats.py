@@ -152,14 +152,22 @@ def format_score_tables(rows: list) -> str:
 
 @torch.no_grad()
 def scores_per_text(model, texts) -> dict:
-    """``tinytf.heads.score_table`` of ``model`` on each text: {(layer, head): {pattern: tensor of one score
-    per text}}."""
+    """``tinytf.heads.score_table`` of ``model`` on each text (a str, or a 1-D tensor of byte ids such as a
+    row of ``tinytf.textdata.eval_windows``): {(layer, head): {pattern: tensor of one score per text}}."""
     texts = list(texts)
     if not texts:
         raise TinyTFInputError("scores_per_text: no texts")
-    tables = [H.score_table(model, t) for t in texts]
+    tables = [_score_table(model, t) for t in texts]
     return {(r["layer"], r["head"]): {p: torch.tensor([t[i][p] for t in tables]) for p in H.PATTERNS}
             for i, r in enumerate(tables[0])}
+
+
+def _score_table(model, text) -> list:
+    if not torch.is_tensor(text):
+        return H.score_table(model, text)
+    ids = text.long().flatten()
+    _, trace = model.run_with_trace(ids)
+    return H.score_table(trace, bytes(ids.tolist()))
 
 
 def mean_rows(per_text: dict) -> list:

@@ -21,7 +21,7 @@ MIXING_NOTES = {
     "scores": "yes: every query meets every key",
     "mask": "no: it only blanks cells, deciding which pairs may mix",
     "softmax": "no: each query row on its own",
-    "wsum": "yes: each token reads the values of earlier positions",
+    "wsum": "yes: each token reads the values of itself and earlier positions",
     "merge": "no: per token",
     "resid1": "no: element-wise add, per token",
     "norm2": "no: per token (shared weights)",
