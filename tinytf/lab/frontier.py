@@ -43,8 +43,10 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
                  batch_size: int = 32, task=None) -> dict:
     """Train a TinyTransformer(cfg) (seed ``seed``) on the induction task with AdamW at a constant, high
     learning rate (no warm-up, no clipping, no weight decay) and record, every ``every`` steps, the largest
-    absolute attention logit (``blocks.*.attn.scores``) on a fixed probe batch, and the training loss.
-    Returns {"steps": [...], "max_logit": [...], "loss": [...]} (loss at the recorded steps; step 0: None)."""
+    absolute attention logit (``blocks.*.attn.scores``, every query-key pair, the masked future ones included) on a
+    fixed probe batch, the same over the pairs the causal mask lets through (``blocks.*.attn.masked_scores``), and
+    the training loss. Returns {"steps": [...], "max_logit": [...], "max_visible_logit": [...], "loss": [...]}
+    (loss at the recorded steps; step 0: None)."""
     task = task or InductionTask(min_length=4, max_length=12)
     with num_threads(1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -52,15 +54,17 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
         data = torch.Generator().manual_seed(seed)
         probe = task.batch(16, torch.Generator().manual_seed(10_000), length=task.max_length)[0]
         opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
-        rec = {"steps": [], "max_logit": [], "loss": []}
+        rec = {"steps": [], "max_logit": [], "max_visible_logit": [], "loss": []}
         loss = None
         for step in range(steps + 1):
             if step % every == 0 or step == steps:
                 model.eval()
                 with torch.no_grad():
-                    _, tr = model.run_with_trace(probe, names=["blocks.*.attn.scores"])
+                    _, tr = model.run_with_trace(probe, names=["blocks.*.attn.scores", "blocks.*.attn.masked_scores"])
                 rec["steps"].append(step)
-                rec["max_logit"].append(max(float(t.abs().max()) for t in tr.values()))
+                rec["max_logit"].append(max(float(t.abs().max()) for k, t in tr.items() if k.endswith(".scores")))
+                rec["max_visible_logit"].append(max(float(t[t.isfinite()].abs().max()) for k, t in tr.items()
+                                                    if k.endswith(".masked_scores")))
                 rec["loss"].append(None if loss is None else float(loss.detach()))
                 model.train()
             if step == steps:
