@@ -302,7 +302,10 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
 
     An ill-conditioned row (``LayerProfile.ill_conditioned``) shows what survives of its float32 run, marked
     "~"; with ``float64=True`` it shows instead every value of its float64 run (same weights and inputs), marked
-    "†", sizes to 2 significant digits."""
+    "†", sizes to 2 significant digits. Where even the two runs differ by more than ``DIGIT_GAP`` (10%), a
+    last-bit change of the weights or inputs, which perturbs the computation about as much as float32 rounding
+    does, moves the float64 values too: sizes get 1 significant digit and the seeds' own values (the seed
+    ranges) are not shown ("—")."""
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
         raise TinyTFInputError(f"unknown column(s) {unknown}; choose from {list(COLUMNS)}")
@@ -315,7 +318,9 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
         exact = _float64_profile(p) if (float64 and p.ill_conditioned) else None
         if exact is not None:
             marked.add("†")
-            cells = [_format_float64(COLUMNS[c][1](exact), COLUMNS[c][2]) for c in columns]
+            coarse = not p.precision_gap <= DIGIT_GAP
+            marked.add("—" if coarse else "†")
+            cells = [_format_float64(COLUMNS[c][1](exact), COLUMNS[c][2], coarse) for c in columns]
         else:
             if p.ill_conditioned:
                 marked.add("~")
@@ -326,18 +331,25 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
                      f"{CHAOS_THRESHOLD:.1%}; a size is shown to 1 significant digit (~6e+03), or as a power of ten "
                      f"only (~10^5) where the two runs differ by over {DIGIT_GAP:.0%}; a factor to 2")
     if "†" in marked:
+        coarse = (f"; 1 where the two runs differ by over {DIGIT_GAP:.0%}, whose seed ranges are not shown (—)"
+                  if "—" in marked else "")
         lines.append(f"† ill-conditioned row: its float32 and float64 runs of the same weights differ by more than "
-                     f"{CHAOS_THRESHOLD:.1%}, so every value shown is the float64 run's; sizes to 2 significant digits")
+                     f"{CHAOS_THRESHOLD:.1%}, so every value shown is the float64 run's; sizes to 2 significant "
+                     f"digits{coarse}")
     return "\n".join(lines)
 
 
-def _format_float64(value, spec: str) -> str:
+def _format_float64(value, spec: str, coarse: bool = False) -> str:
     """A value of an ill-conditioned row's float64 run, marked "†": sizes (and their seed ranges) to 2 significant
-    digits, factors and similarities as in a reproducible row."""
-    if spec == "range":
-        return "†" + "–".join(f"{v:#.2g}".rstrip(".") for v in value)
+    digits, factors and similarities as in a reproducible row. ``coarse`` (the float32 and float64 runs differ by
+    more than ``DIGIT_GAP``): sizes to 1 significant digit, no seed range ("—")."""
+    if spec.startswith("range"):
+        if coarse:
+            return "—"
+        if spec == "range":
+            return "†" + "–".join(f"{v:#.2g}".rstrip(".") for v in value)
     if spec.startswith("#"):
-        return "†" + format(value, "#.2g").rstrip(".")
+        return "†" + (format(value, ".1g") if coarse else format(value, "#.2g").rstrip("."))
     return "†" + _format_value(value, spec, False)
 
 
