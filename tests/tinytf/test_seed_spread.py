@@ -35,3 +35,44 @@ def test_per_layer_range_brackets_the_combined_factor():
     lo, hi = p.per_layer_range
     assert lo <= p.per_layer_factor <= hi
     assert "per layer, seed range" in ex.format_profiles([p], columns=("per_layer_range",)).splitlines()[0]
+
+
+def _ill_conditioned_profile(gap=0.05):
+    """A profile made ill-conditioned by hand: its float32 and float64 runs said to differ by ``gap``."""
+    import dataclasses
+    p = ex.layer_profile(SMALL, seeds=(0, 1), seq_len=8, batch=2)
+    return dataclasses.replace(p, precision_gap=gap)
+
+
+def test_ill_conditioned_row_shows_the_float64_run_when_asked():
+    p = _ill_conditioned_profile()
+    assert p.ill_conditioned and p.chaotic  # one concept, the old name kept as an alias
+    assert len(p.per_seed_float64) == 2 and len(p.token_similarity_float64) == p.depth
+    columns = ("grad_first", "grad_ratio", "ratio_spread", "per_layer", "per_layer_range", "similarity_last")
+    table = ex.format_profiles([p], columns=columns, float64=True).splitlines()
+    g = p.grad_norm_float64
+    ratios = [r.grad_norm[0] / r.grad_norm[-1] for r in p.per_seed_float64]
+    n = p.depth - 1
+    cells = table[2].split()[-6:]
+    assert cells[0] == "†" + f"{g[0]:#.2g}".rstrip(".") and cells[1] == "†" + f"{g[0] / g[-1]:#.2g}".rstrip(".")
+    assert cells[2] == "†" + "–".join(f"{v:#.2g}".rstrip(".") for v in (min(ratios), max(ratios)))
+    assert cells[3] == f"†{(g[0] / g[-1]) ** (1 / n):.2f}"
+    assert cells[4] == f"†{min(ratios) ** (1 / n):.2f}–{max(ratios) ** (1 / n):.2f}"
+    assert cells[5] == f"†{p.token_similarity_float64[-1]:.3f}"
+    assert table[-1].startswith("† ill-conditioned row") and "~" not in "\n".join(table)
+
+
+def test_power_of_ten_only_cell_cannot_be_read_as_a_leading_digit():
+    assert ex._format_value(1.2e5, "#.3g", True, reference=5e5) == "~10^5"  # runs differ by > 10%
+    assert ex._format_value(1.2e5, "#.3g", True, reference=1.25e5) == "~1e+05"  # a real leading digit
+    table = ex.format_profiles([_ill_conditioned_profile(1.0)], columns=("grad_ratio",))
+    assert "~10^5" in table.splitlines()[-1] and "~1e" not in table.splitlines()[-1]
+
+
+def test_float64_row_whose_runs_differ_by_over_10_percent_keeps_one_digit_and_no_seed_range():
+    p = _ill_conditioned_profile(1.0)
+    table = ex.format_profiles([p], columns=("grad_first", "ratio_spread", "per_layer", "per_layer_range"),
+                               float64=True).splitlines()
+    g = p.grad_norm_float64
+    assert table[2].split()[-4:] == ["†" + format(g[0], ".1g"), "—", f"†{(g[0] / g[-1]) ** (1 / (p.depth - 1)):.2f}", "—"]
+    assert "1 where the two runs differ by over 10%" in table[-1]

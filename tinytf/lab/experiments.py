@@ -125,13 +125,21 @@ class LayerProfile:
     precision_gap: float = 0.0  # largest relative difference float32 vs float64, same weights (nan: not checked)
     grad_norm_float64: list = field(default_factory=list, repr=False)  # grad_norm of the float64 run (empty: not checked)
     activation_rms_float64: list = field(default_factory=list, repr=False)  # activation_rms of the float64 run
+    token_similarity_float64: list = field(default_factory=list, repr=False)  # token_similarity of the float64 run
+    per_seed_float64: list = field(default_factory=list, repr=False)  # the float64 LayerMeasurement of each seed
+
+    @property
+    def ill_conditioned(self) -> bool:
+        """True when the float32 measurement and a float64 run of the same weights and inputs differ by more
+        than ``CHAOS_THRESHOLD``: rounding errors are amplified as much as the gradient, so the float32 digits
+        depend on the arithmetic (and on which CPU kernels torch picked); ``format_profiles`` shows only the
+        leading digit, or the float64 run's values (``float64=True``)."""
+        return not self.precision_gap <= CHAOS_THRESHOLD
 
     @property
     def chaotic(self) -> bool:
-        """True when the float32 measurement and a float64 run of the same weights and inputs differ by more
-        than ``CHAOS_THRESHOLD``: rounding errors are amplified as much as the gradient, so the digits depend
-        on the arithmetic (and on which CPU kernels torch picked); only the leading digit is shown."""
-        return not self.precision_gap <= CHAOS_THRESHOLD
+        """The former name of ``ill_conditioned``."""
+        return self.ill_conditioned
 
     @property
     def depth(self) -> int:
@@ -172,7 +180,7 @@ class LayerProfile:
         return self.grad_ratio ** (1.0 / max(self.depth - 1, 1))
 
 
-CHAOS_THRESHOLD = 1e-3  # float32 vs float64 relative gap above which a profile is reported as chaotic
+CHAOS_THRESHOLD = 1e-3  # float32 vs float64 relative gap above which a profile is reported as ill-conditioned
 
 
 def describe(cfg: TinyConfig) -> str:
@@ -194,7 +202,7 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
     check_precision: measure each seed a second time in float64 (same weights, inputs and targets) and store
     the largest relative difference of any gradient norm or stream RMS as ``precision_gap``. Deep stacks
     without residuals amplify rounding errors as much as the gradient: there the float32 digits depend on
-    the arithmetic, and ``format_profiles`` shows only what is stable (see ``LayerProfile.chaotic``).
+    the arithmetic, and ``format_profiles`` shows only what is stable (see ``LayerProfile.ill_conditioned``).
     The caller's random-number state is left untouched. The result is a deterministic function of the
     arguments, so a repeated call (same config, seeds, init, sizes) returns the stored measurement."""
     if not seeds:
@@ -232,6 +240,8 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
         precision_gap=gap if check_precision else float("nan"),
         grad_norm_float64=_geometric_mean([r.grad_norm for r in exact_runs]) if exact_runs else [],
         activation_rms_float64=_geometric_mean([r.activation_rms for r in exact_runs]) if exact_runs else [],
+        token_similarity_float64=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in exact_runs))],
+        per_seed_float64=exact_runs,
     )
     return _copy(_MEASURED[key], label or describe(cfg))
 
@@ -245,7 +255,8 @@ def _copy(profile: LayerProfile, label: str) -> LayerProfile:
                                grad_norm=list(profile.grad_norm), grad_norm_float64=list(profile.grad_norm_float64),
                                activation_rms_float64=list(profile.activation_rms_float64),
                                token_similarity=list(profile.token_similarity),
-                               per_seed=list(profile.per_seed))
+                               token_similarity_float64=list(profile.token_similarity_float64),
+                               per_seed=list(profile.per_seed), per_seed_float64=list(profile.per_seed_float64))
 
 
 def depth_sweep(cfg: TinyConfig, depths=(6, 12, 24, 48), **kwargs) -> list:
@@ -255,6 +266,16 @@ def depth_sweep(cfg: TinyConfig, depths=(6, 12, 24, 48), **kwargs) -> list:
 
 def _float64(values, pick):
     return pick(values) if values else None
+
+
+def _float64_profile(p: LayerProfile):
+    """The float64 run of ``p`` as a LayerProfile of its own (None: not measured), so that every column can be
+    read from it with the same getter as from the float32 run."""
+    if not p.per_seed_float64:
+        return None
+    return dataclasses.replace(p, activation_rms=list(p.activation_rms_float64), grad_norm=list(p.grad_norm_float64),
+                               token_similarity=list(p.token_similarity_float64), per_seed=list(p.per_seed_float64),
+                               precision_gap=0.0)
 
 
 COLUMNS = {  # name: (header, value of a LayerProfile, format[, the same value from the float64 run or None])
@@ -274,10 +295,17 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format[, the same value f
 
 
 def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", "per_layer", "rms_first", "rms_last"),
-                    title: str | None = None) -> str:
+                    title: str | None = None, float64: bool = False) -> str:
     """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first block
     (block 0, as in the trace names) and of the last block, their ratio, its seed range, the per-layer factor, the activation
-    RMS leaving the first and last block, and the similarity between positions after the last block."""
+    RMS leaving the first and last block, and the similarity between positions after the last block.
+
+    An ill-conditioned row (``LayerProfile.ill_conditioned``) shows what survives of its float32 run, marked
+    "~"; with ``float64=True`` it shows instead every value of its float64 run (same weights and inputs), marked
+    "†", sizes to 2 significant digits. Where even the two runs differ by more than ``DIGIT_GAP`` (10%), a
+    last-bit change of the weights or inputs, which perturbs the computation about as much as float32 rounding
+    does, moves the float64 values too: sizes get 1 significant digit and the seeds' own values (the seed
+    ranges) are not shown ("—")."""
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
         raise TinyTFInputError(f"unknown column(s) {unknown}; choose from {list(COLUMNS)}")
@@ -285,32 +313,61 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
     widths = [max(len(COLUMNS[c][0]), 10) for c in columns]
     head = f"{'configuration':<{width}}" + "".join(f"  {COLUMNS[c][0]:>{w}}" for c, w in zip(columns, widths))
     lines = ([title] if title else []) + [head, "-" * len(head)]
+    marked = set()
     for p in profiles:
-        lines.append(f"{p.label:<{width}}" + "".join(
-            f"  {_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.chaotic, _reference(c, p)):>{w}}"
-            for c, w in zip(columns, widths)))
-    if any(p.chaotic for p in profiles):
+        exact = _float64_profile(p) if (float64 and p.ill_conditioned) else None
+        if exact is not None:
+            marked.add("†")
+            coarse = not p.precision_gap <= DIGIT_GAP
+            marked.add("—" if coarse else "†")
+            cells = [_format_float64(COLUMNS[c][1](exact), COLUMNS[c][2], coarse) for c in columns]
+        else:
+            if p.ill_conditioned:
+                marked.add("~")
+            cells = [_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.ill_conditioned, _reference(c, p)) for c in columns]
+        lines.append(f"{p.label:<{width}}" + "".join(f"  {cell:>{w}}" for cell, w in zip(cells, widths)))
+    if "~" in marked:
         lines.append(f"~ ill-conditioned row: float32 and float64 runs of the same weights differ by more than "
-                     f"{CHAOS_THRESHOLD:.1%}; a size is shown to 1 significant digit (only its power of ten where "
-                     f"the two runs differ by over {DIGIT_GAP:.0%}), a factor to 2")
+                     f"{CHAOS_THRESHOLD:.1%}; a size is shown to 1 significant digit (~6e+03), or as a power of ten "
+                     f"only (~10^5) where the two runs differ by over {DIGIT_GAP:.0%}; a factor to 2")
+    if "†" in marked:
+        coarse = (f"; 1 where the two runs differ by over {DIGIT_GAP:.0%}, whose seed ranges are not shown (—)"
+                  if "—" in marked else "")
+        lines.append(f"† ill-conditioned row: its float32 and float64 runs of the same weights differ by more than "
+                     f"{CHAOS_THRESHOLD:.1%}, so every value shown is the float64 run's; sizes to 2 significant "
+                     f"digits{coarse}")
     return "\n".join(lines)
 
 
-DIGIT_GAP = 0.1  # a chaotic row's size keeps one significant digit when float32 is this close to float64
+def _format_float64(value, spec: str, coarse: bool = False) -> str:
+    """A value of an ill-conditioned row's float64 run, marked "†": sizes (and their seed ranges) to 2 significant
+    digits, factors and similarities as in a reproducible row. ``coarse`` (the float32 and float64 runs differ by
+    more than ``DIGIT_GAP``): sizes to 1 significant digit, no seed range ("—")."""
+    if spec.startswith("range"):
+        if coarse:
+            return "—"
+        if spec == "range":
+            return "†" + "–".join(f"{v:#.2g}".rstrip(".") for v in value)
+    if spec.startswith("#"):
+        return "†" + (format(value, ".1g") if coarse else format(value, "#.2g").rstrip("."))
+    return "†" + _format_value(value, spec, False)
+
+
+DIGIT_GAP = 0.1  # an ill-conditioned row's size keeps one significant digit when float32 is this close to float64
 
 
 def _reference(column: str, p: LayerProfile):
-    """The float64 run's value of this column for a chaotic row (None: not available)."""
+    """The float64 run's value of this column for an ill-conditioned row (None: not available)."""
     getter = COLUMNS[column][3] if len(COLUMNS[column]) > 3 else None
-    return getter(p) if (getter is not None and p.chaotic) else None
+    return getter(p) if (getter is not None and p.ill_conditioned) else None
 
 
 def _format_value(value: float, spec: str, chaotic: bool, reference: float | None = None) -> str:
     """Full precision for a reproducible row (sizes: 3 significant digits, trailing zeros kept: 1.00, 4.20);
-    for a chaotic one, what survives the rounding: one significant digit of a size (~6e+03, ~4e-03) where the
-    float32 value is within ``DIGIT_GAP`` of the float64 ``reference``, else its power of ten (~1e+05), two
+    for an ill-conditioned one, what survives the rounding: one significant digit of a size (~6e+03, ~4e-03) where the
+    float32 value is within ``DIGIT_GAP`` of the float64 ``reference``, else its power of ten only (~10^5, written so that it cannot be read as a leading digit 1), two
     significant digits of a per-layer factor or a similarity; a seed range as "smallest–largest" seed value,
-    3 significant digits each (2 decimals for a per-layer factor) (not shown for a chaotic row, whose digits are
+    3 significant digits each (2 decimals for a per-layer factor) (not shown for an ill-conditioned row, whose digits are
     not reproducible)."""
     if spec.startswith("range"):
         if chaotic:
@@ -325,5 +382,5 @@ def _format_value(value: float, spec: str, chaotic: bool, reference: float | Non
             return format(value, ".1g")
         if reference is not None and abs(value - reference) <= DIGIT_GAP * abs(reference):
             return "~" + format(value, ".0e")  # one significant digit
-        return f"~1e{round(math.log10(value)):+03d}"  # not even the leading digit survives: the power of ten
+        return f"~10^{round(math.log10(value))}"  # not even the leading digit survives: the power of ten only
     return "~" + format(value, ".2g")
