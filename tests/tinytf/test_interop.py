@@ -67,7 +67,7 @@ def test_a_wrong_mapping_would_be_caught():
 
 @pytest.mark.parametrize("change, words", [
     (dict(norm="rms"), "LayerNorm only"),
-    (dict(ffn="swiglu"), "ReLU/GELU MLP only"),
+    (dict(ffn="swiglu"), "ungated two-matrix MLP only"),
     (dict(n_kv_heads=2), "grouped-query"),
     (dict(pos="rope"), "rotary"),
     (dict(residual=False), "no residual"),

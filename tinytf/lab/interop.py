@@ -13,7 +13,7 @@ stay outside: feed nn.Transformer the traced ``encoder.embed`` / ``decoder.embed
 ``decoder.final_norm.out``. Padding masks map as src_padding_mask -> src_key_padding_mask and
 memory_key_padding_mask, tgt_padding_mask -> tgt_key_padding_mask.
 
-PyTorch's layers know only LayerNorm, ReLU/GELU MLPs, full multi-head attention and no
+PyTorch's layers know only LayerNorm, ungated two-matrix MLPs, full multi-head attention and no
 rotary positions, so only blocks built from those parts can be mapped; anything else raises
 TinyTFInputError naming the part. Weight layout: PyTorch keeps Q, K and V stacked in one
 ``in_proj_weight`` of shape [3C, C] (rows 0..C-1 = Q, C..2C-1 = K, 2C..3C-1 = V).
@@ -53,7 +53,7 @@ def torch_compatibility(block) -> list:
     if not all(isinstance(n, LayerNorm) for n in _norms(block)):
         reasons.append("norm='rms': PyTorch's layers use LayerNorm only")
     if not isinstance(block.ffn, MLP):
-        reasons.append("ffn='swiglu': PyTorch's layers have a two-matrix ReLU/GELU MLP only")
+        reasons.append("ffn='swiglu': PyTorch's layers have an ungated two-matrix MLP only (any element-wise activation)")
     for a in _attentions(block):
         if a.n_kv_heads != a.n_heads:
             reasons.append("grouped-query attention (n_kv_heads < n_heads): nn.MultiheadAttention has one K/V head per query head")
