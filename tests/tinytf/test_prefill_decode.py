@@ -112,7 +112,7 @@ def test_readings_print_what_the_prose_refers_to():
     pre, dec = step_cost(cfg, new=16), step_cost(cfg, new=1, past=16)
     assert "decode / prefill:      2.0 (IQR 2.0–2.0)" in report
     assert "A decode token costs the time of 2.0 prefill tokens" in report
-    pre_s, dec_s = two_digits(pre.flops / 16e-3 / 1e9), two_digits(dec.flops / 2e-3 / 1e9)
+    pre_s, dec_s = (two_digits(f, keep_zeros=True) for f in (pre.flops / 16e-3 / 1e9, dec.flops / 2e-3 / 1e9))
     # the quotient shown is computed from the rates as printed
     assert (f"achieves {dec_s} / {pre_s} ≈ {two_digits(float(dec_s) / float(pre_s), keep_zeros=True)} of prefill's "
             "arithmetic rate.") in report
@@ -120,7 +120,7 @@ def test_readings_print_what_the_prose_refers_to():
     with_read = t.report("tiny", cfg, read_rate=1e9)
     mb = f"{dec.bytes / 1e6:.1f}"
     read_ms = two_digits(float(mb) * 1e6 / 1e9 * 1e3, keep_zeros=True)
-    assert f"reading its {mb} MB at the measured read rate of 1 GB/s {read_ms} ms" in with_read
+    assert f"reading its {mb} MB at the measured read rate of 1.0 GB/s {read_ms} ms" in with_read
     arith_ms = two_digits(float(f"{dec.flops / 1e6:.1f}") * 1e6 / (float(pre_s) * 1e9) * 1e3, keep_zeros=True)
     share = two_digits((float(arith_ms) + float(read_ms)) / 2.0, keep_zeros=True)
     assert with_read.endswith(f"the decode step took 2.0 ms, of which the two estimates together make "

@@ -173,7 +173,8 @@ class PhaseTiming:
         printed to two significant digits, and every quotient shown is computed from the values as printed
         (so that a reader can check it from them)."""
         pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
-        pre_s, dec_s = two_digits(pre.flops / self.prefill_seconds / 1e9), two_digits(dec.flops / self.decode_seconds / 1e9)
+        pre_s = two_digits(pre.flops / self.prefill_seconds / 1e9, keep_zeros=True)
+        dec_s = two_digits(dec.flops / self.decode_seconds / 1e9, keep_zeros=True)
         pre_rate = float(pre_s) * 1e9  # FLOP/s, as printed
         step_ms = self.decode_spread().scaled(1e3).median_str()
         mflops = f"{dec.flops / 1e6:.1f}"
@@ -188,7 +189,7 @@ class PhaseTiming:
                  "prefill's arithmetic rate."]
         last = f"  Decode's {mflops} MFLOPs at prefill's {pre_s} GFLOP/s would take {arith_ms} ms"
         if read_rate:
-            read_s = two_digits(read_rate / 1e9)
+            read_s = two_digits(read_rate / 1e9, keep_zeros=True)
             mb = f"{dec.bytes / 1e6:.1f}"
             read_ms = two_digits(float(mb) * 1e6 / (float(read_s) * 1e9) * 1e3, keep_zeros=True)
             share = two_digits((float(arith_ms) + float(read_ms)) / float(step_ms), keep_zeros=True)
