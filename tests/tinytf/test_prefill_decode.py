@@ -92,17 +92,17 @@ def test_readings_print_what_the_prose_refers_to():
     # two repeats, two steps per band: the cached line flat at 1 ms, the naive one from 2 to 4 ms
     st = StepTimes([10, 11, 20, 21], {"naive": [[2e-3, 2e-3, 4e-3, 4e-3]] * 2, "cached": [[1e-3] * 4] * 2})
     text = st.reading((10, 12), (20, 22), "token")
-    assert ("From the first quarter to the last quarter, median ms per token: cached 1.0 → 1.0 (about 0 %); "
-            "naive 2.0 → 4.0 (about +100 %).") in text
-    assert ("The naive line climbs (its two IQRs do not overlap: beyond the spread of the step times); the cached "
-            "one's change is within the spread of its step times (its two IQRs overlap); the ratio naive / cached "
+    assert ("From the first quarter to the last quarter, median ms per token: cached 1.0 → 1.0 (within the spread: "
+            "the two IQRs overlap); naive 2.0 → 4.0 (about +100 %, beyond the spread: the two IQRs do not overlap).") in text
+    assert ("The naive line climbs; the cached one stays within the spread of its step times; the ratio naive / cached "
             "grows, from 2.0 to 4.0.") in text
+    assert "%" not in text.split(";")[0]  # a change within the spread is not printed as a percentage
     assert "In the last quarter a cached step takes 0.25 of a naive step's time (median over the repeats)." in text
     assert st.fraction(20, 22).median == 0.25
     st.seconds["cached"] = [[1e-3, 1e-3, 0.9e-3, 0.9e-3]] * 2
     text = st.reading((10, 12), (20, 22), "token")
-    assert "cached 1.0 → 0.90 (about −10 %); naive 2.0 → 4.0 (about +100 %)." in text
-    assert "the cached one's change is smaller, but beyond the spread of its step times" in text
+    assert "cached 1.0 → 0.90 (about −10 %, beyond the spread: the two IQRs do not overlap); naive 2.0 → 4.0" in text
+    assert "The naive line climbs; the cached one falls less;" in text
     assert "times as much" not in text
     st.seconds["cached"] = [[1e-3, 1e-3, 3e-3, 3e-3]] * 2
     assert "The naive line changes no more than the cached one" in st.reading((10, 12), (20, 22), "token")
@@ -112,21 +112,30 @@ def test_readings_print_what_the_prose_refers_to():
     pre, dec = step_cost(cfg, new=16), step_cost(cfg, new=1, past=16)
     assert "decode / prefill:      2.0 (IQR 2.0–2.0)" in report
     assert "A decode token costs the time of 2.0 prefill tokens" in report
-    assert f"achieves {two_digits(dec.flops / 2e-3 / (pre.flops / 16e-3))} of prefill's arithmetic rate." in report
+    pre_s, dec_s = (two_digits(f, keep_zeros=True) for f in (pre.flops / 16e-3 / 1e9, dec.flops / 2e-3 / 1e9))
+    # the quotient shown is computed from the rates as printed
+    assert (f"achieves {dec_s} / {pre_s} ≈ {two_digits(float(dec_s) / float(pre_s), keep_zeros=True)} of prefill's "
+            "arithmetic rate.") in report
     assert report.endswith("the decode step took 2.0 ms.")
     with_read = t.report("tiny", cfg, read_rate=1e9)
-    assert f"reading its {dec.bytes / 1e6:.1f} MB at the measured read rate {two_digits(1e3 * dec.bytes / 1e9, keep_zeros=True)} ms" in with_read
-    share = (dec.flops / (pre.flops / 16e-3) + dec.bytes / 1e9) / 2e-3
-    assert with_read.endswith(f"the decode step took 2.0 ms, of which the two estimates together make {share:.2f}.")
+    mb = f"{dec.bytes / 1e6:.1f}"
+    read_ms = two_digits(float(mb) * 1e6 / 1e9 * 1e3, keep_zeros=True)
+    assert f"reading its {mb} MB at the measured read rate of 1.0 GB/s {read_ms} ms" in with_read
+    arith_ms = two_digits(float(f"{dec.flops / 1e6:.1f}") * 1e6 / (float(pre_s) * 1e9) * 1e3, keep_zeros=True)
+    share = two_digits((float(arith_ms) + float(read_ms)) / 2.0, keep_zeros=True)
+    assert with_read.endswith(f"the decode step took 2.0 ms, of which the two estimates together make "
+                              f"({arith_ms} + {read_ms}) / 2.0 ≈ {share}.")
     fast_step = PhaseTiming(16, 2, 16e-3, 1e-6, prefill=[16e-3] * 3, decode=[[1e-6, 1e-6]] * 3)
     assert "(reading and arithmetic overlap, so the two estimates can add up to slightly more than the step)." in \
         fast_step.report("tiny", cfg, read_rate=1e9)
     # the printed percentage follows the printed (rounded) medians: 2.0 -> 3.4 is +70 %, though 1.96 -> 3.44 is +76 %
     assert st.pooled_ratio(10, 12) == 2.0
     st2 = StepTimes([10, 11, 20, 21], {"naive": [[1.96e-3, 1.96e-3, 3.44e-3, 3.44e-3]] * 2, "cached": [[1e-3] * 4] * 2})
-    assert "naive 2.0 → 3.4 (about +70 %)" in st2.reading((10, 12), (20, 22), "token")
+    assert "naive 2.0 → 3.4 (about +70 %" in st2.reading((10, 12), (20, 22), "token")
     from tinytf.lab.prefill_decode import three_digits
     assert three_digits(11.83) == "11.8" and three_digits(120.4) == "120" and three_digits(0.9213) == "0.921" \
         and three_digits(12.0) == "12.0"
-    assert f"arithmetic rate, GFLOP/s: prefill {three_digits(pre.flops / 16e-3 / 1e9)}, " in report  # as the balance line prints it
+    assert two_digits(105) == "100" and two_digits(105, keep_zeros=True) == "100"  # no exponent
+    assert two_digits(0.0504, keep_zeros=True) == "0.050"
+    assert f"GFLOP/s: prefill {pre_s}, decode {dec_s}" in report  # two digits, as the balance line prints it
     assert "FLOPs in the time it reads one byte" not in with_read  # the balance belongs to the machine, not the model

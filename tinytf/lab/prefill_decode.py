@@ -109,7 +109,12 @@ class Spread:
 def significant(x: float, digits: int, keep_zeros: bool = False) -> str:
     """``x`` to ``digits`` significant digits; trailing zeros dropped (0.1 -> '0.1') or, with ``keep_zeros``,
     kept (0.1 -> '0.10' at two digits: a value whose last printed digit was measured)."""
-    return format(float(x), f"#.{digits}g").rstrip(".") if keep_zeros else f"{float(f'{x:.{digits}g}'):g}"
+    if keep_zeros:
+        text = format(float(x), f"#.{digits}g").rstrip(".")
+        if "e" not in text:
+            return text
+    # no exponent: 105 at two digits prints as 100, not 1.0e+02
+    return f"{float(f'{x:.{digits}g}'):.0f}" if abs(x) >= 10 ** digits else f"{float(f'{x:.{digits}g}'):g}"
 
 
 def two_digits(x: float, keep_zeros: bool = False) -> str:
@@ -162,28 +167,40 @@ class PhaseTiming:
         costs, decode's rate as a fraction of prefill's, and how long decode's FLOPs would take at prefill's
         rate, against the decode step measured. With ``read_rate`` (bytes per second read from memory, measured
         by the caller) also how long reading decode's bytes would take at that rate, and what fraction of the
-        measured decode step the two estimates together make (to 2 decimals). (The machine's balance, peak FLOP/s / bytes read
-        per second, is a property of the processor, not of one model: the caller computes it once.) Times of these estimates are printed to two significant digits, zeros kept."""
+        measured decode step the two estimates together make. (The machine's balance, peak FLOP/s / bytes read
+        per second, is a property of the processor, not of one model: the caller computes it once.)
+        Timings vary by some 10 % from run to run, so every measured rate and every value derived from them is
+        printed to two significant digits, and every quotient shown is computed from the values as printed
+        (so that a reader can check it from them)."""
         pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
-        pre_rate, dec_rate = pre.flops / self.prefill_seconds, dec.flops / self.decode_seconds
+        pre_s = two_digits(pre.flops / self.prefill_seconds / 1e9, keep_zeros=True)
+        dec_s = two_digits(dec.flops / self.decode_seconds / 1e9, keep_zeros=True)
+        pre_rate = float(pre_s) * 1e9  # FLOP/s, as printed
         step_ms = self.decode_spread().scaled(1e3).median_str()
-        share = (dec.flops / pre_rate + dec.bytes / read_rate) / self.decode_seconds if read_rate else None
+        mflops = f"{dec.flops / 1e6:.1f}"
+        arith_ms = two_digits(float(mflops) * 1e6 / pre_rate * 1e3, keep_zeros=True)
         lines = [f"{label}:",
                  f"  prefill, ms per token: {self.prefill_spread().scaled(1e3)}",
                  f"  decode, ms per token:  {self.decode_spread().scaled(1e3)}",
                  f"  decode / prefill:      {self.ratio_spread()}",
-                 f"  arithmetic rate, GFLOP/s: prefill {three_digits(pre_rate / 1e9)}, decode {three_digits(dec_rate / 1e9)}",
+                 f"  arithmetic rate (counted FLOPs / median time), GFLOP/s: prefill {pre_s}, decode {dec_s}",
                  f"  A decode token costs the time of {self.ratio_spread().median_str()} prefill tokens, and decode "
-                 f"achieves {two_digits(dec_rate / pre_rate)} of prefill's arithmetic rate.",
-                 f"  Decode's {dec.flops / 1e6:.1f} MFLOPs at prefill's rate would take "
-                 f"{two_digits(1e3 * dec.flops / pre_rate, keep_zeros=True)} ms"
-                 + (f", and reading its {dec.bytes / 1e6:.1f} MB at the measured read rate "
-                    f"{two_digits(1e3 * dec.bytes / read_rate, keep_zeros=True)} ms" if read_rate else "")
-                 + f"; the decode step took {step_ms} ms"
-                 + (f", of which the two estimates together make {share:.2f}"
-                    + (" (reading and arithmetic overlap, so the two estimates can add up to slightly more than "
-                       "the step)" if round(share, 2) > 1 else "")
-                    if read_rate else "") + "."]
+                 f"achieves {dec_s} / {pre_s} ≈ {two_digits(float(dec_s) / float(pre_s), keep_zeros=True)} of "
+                 "prefill's arithmetic rate."]
+        last = f"  Decode's {mflops} MFLOPs at prefill's {pre_s} GFLOP/s would take {arith_ms} ms"
+        if read_rate:
+            read_s = two_digits(read_rate / 1e9, keep_zeros=True)
+            mb = f"{dec.bytes / 1e6:.1f}"
+            read_ms = two_digits(float(mb) * 1e6 / (float(read_s) * 1e9) * 1e3, keep_zeros=True)
+            share = two_digits((float(arith_ms) + float(read_ms)) / float(step_ms), keep_zeros=True)
+            last += (f", and reading its {mb} MB at the measured read rate of {read_s} GB/s {read_ms} ms; the decode "
+                     f"step took {step_ms} ms, of which the two estimates together make ({arith_ms} + {read_ms}) / "
+                     f"{step_ms} ≈ {share}"
+                     + (" (reading and arithmetic overlap, so the two estimates can add up to slightly more than "
+                        "the step)" if float(share) > 1 else ""))
+        else:
+            last += f"; the decode step took {step_ms} ms"
+        lines.append(last + ".")
         return "\n".join(lines)
 
 
@@ -265,35 +282,39 @@ class StepTimes:
 
     def reading(self, first: tuple, last: tuple, unit: str, names=("first quarter", "last quarter")) -> str:
         """Three sentences reading two bands (lo, hi) of positions, rounded as the bands print: each line's
-        median from the first band to the last with its relative change (to the nearest 10 %, as precise as the
-        timings are); whether each change exceeds the spread of the step times (the two bands' IQRs do not overlap)
-        and how the ratio naive / cached changes; and what fraction of a naive step the cached step takes in the
-        last band (the median of the per-repeat ratios cached / naive)."""
+        median from the first band to the last, with its relative change (to the nearest 10 %, as precise as the
+        timings are) only where the change exceeds the spread of the step times (the two bands' IQRs do not
+        overlap; otherwise the change is reported as within the spread, not as a percentage); how the two lines
+        compare and how the ratio naive / cached changes; and what fraction of a naive step the cached step
+        takes in the last band (the median of the per-repeat ratios cached / naive)."""
         cs = [self.band("cached", *b).scaled(1e3) for b in (first, last)]
         ns = [self.band("naive", *b).scaled(1e3) for b in (first, last)]
         (c0, c1), (n0, n1) = cs, ns
         r0, r1 = self.ratio(*first), self.ratio(*last)
-        pc, pn = change_percent(c0, c1), change_percent(n0, n1)  # from the medians as printed
-        change = (f"From the {names[0]} to the {names[1]}, median ms per {unit}: cached {c0.median_str()} → "
-                  f"{c1.median_str()} ({percent(pc)}); naive {n0.median_str()} → {n1.median_str()} ({percent(pn)}).")
 
         def overlap(a, b):
             return a.q1 <= b.q3 and b.q1 <= a.q3
 
-        if abs(pn) <= abs(pc):
+        def change(a, b):  # from the medians as printed
+            if overlap(a, b):
+                return "within the spread: the two IQRs overlap"
+            return f"{percent(change_percent(a, b))}, beyond the spread: the two IQRs do not overlap"
+
+        c_flat, n_flat = overlap(c0, c1), overlap(n0, n1)
+        pc, pn = change_percent(c0, c1), change_percent(n0, n1)
+        text = (f"From the {names[0]} to the {names[1]}, median ms per {unit}: cached {c0.median_str()} → "
+                f"{c1.median_str()} ({change(c0, c1)}); naive {n0.median_str()} → {n1.median_str()} ({change(n0, n1)}).")
+        if n_flat or (not c_flat and abs(pn) <= abs(pc)):
             compare = "The naive line changes no more than the cached one"
         else:
-            compare = (f"The naive line {'climbs' if pn > 0 else 'falls'}"
-                       + (" (its two IQRs overlap: within the spread of the step times)" if overlap(n0, n1) else
-                          " (its two IQRs do not overlap: beyond the spread of the step times)")
-                       + "; the cached one's change is "
-                       + ("within the spread of its step times (its two IQRs overlap)" if overlap(c0, c1) else
-                          "smaller, but beyond the spread of its step times (its two IQRs do not overlap)"))
+            compare = (f"The naive line {'climbs' if pn > 0 else 'falls'}; the cached one "
+                       + ("stays within the spread of its step times" if c_flat else
+                          f"{'rises' if pc > 0 else 'falls'} less"))
         grows = "grows" if r1.median > r0.median else "does not grow"
         compare += f"; the ratio naive / cached {grows}, from {r0.median_str()} to {r1.median_str()}."
         frac = (f"In the {names[1]} a cached step takes {two_digits(self.fraction(*last).median)} of a naive "
                 f"step's time (median over the repeats).")
-        return "\n".join((change, compare, frac))
+        return "\n".join((text, compare, frac))
 
 
 def change_percent(a: Spread, b: Spread) -> float:
