@@ -78,7 +78,7 @@ def book_html() -> Path:
     with build_lock():
         if build_book.is_stale():
             try:
-                build_book.build()
+                build_book.build(only_stale=True)
             except RuntimeError as err:
                 pytest.fail(f"the book does not build:\n{err}", pytrace=False)
     assert (BOOK_HTML / "index.html").is_file()
