@@ -131,7 +131,8 @@ def zh_sample_book() -> Path:
             (ZH_SAMPLE / "_toc.yml").write_text(
                 f"format: jb-book\nroot: intro\nchapters:\n  - file: {ZH_SAMPLE_DOC}\n"
                 "  - file: chapters/bibliography\n", encoding="utf-8")
-            cmd = [build_book.jupyter_book_exe(), *build_book.JB_ARGS, "--config", str(ZH_SAMPLE / "_config.yml"),
+            # not -W: the intro's links to the chapters left out are warnings here
+            cmd = [build_book.jupyter_book_exe(), "build", ".", "--config", str(ZH_SAMPLE / "_config.yml"),
                    "--toc", str(ZH_SAMPLE / "_toc.yml"), "--path-output", str(ZH_SAMPLE)]
             try:
                 build_book.run_jupyter_book(cmd, ZH_SAMPLE / "build.log")

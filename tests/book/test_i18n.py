@@ -211,12 +211,14 @@ def test_mutation_dropped_citation_fails(translated_copy):
 
 # ------------------------------------------------------------------------------------------ titles
 def h1_and_title(page: Path) -> tuple[str, str]:
+    """The page's heading (the article's <h1>, without its "#" link) and its <title> before " — <book title>"."""
     text = page.read_text(encoding="utf-8")
-    h1 = re.search(r"<h1>(.*?)<a class=\"headerlink\"", text, re.S)
-    title = re.search(r"<title>(.*?)</title>", text, re.S)
-    assert h1 and title, page
     strip = lambda s: html_lib.unescape(re.sub(r"<[^>]+>", "", s)).strip()  # noqa: E731
-    return strip(h1.group(1)), strip(title.group(1)).split(" \u2014 ")[0]
+    h1 = next((re.sub(r'<a class="headerlink".*?</a>', "", m.group(1), flags=re.S)
+               for m in re.finditer(r"<h1>(.*?)</h1>", text, re.S) if 'class="headerlink"' in m.group(1)), None)
+    title = re.search(r"<title>(.*?)</title>", text, re.S)
+    assert h1 is not None and title, page
+    return strip(h1), strip(title.group(1)).split(" \u2014 ")[0]
 
 
 def test_chapter_title_is_translated(zh_sample_book):
@@ -234,14 +236,18 @@ def test_chapter_title_is_translated(zh_sample_book):
 
 
 def test_titles_of_the_chinese_edition_follow_the_catalogues(book_html):
-    """Every page of the built Chinese edition: <h1> and <title> are the msgstr of the page's first message (its
+    """Every page of the built Chinese edition: <h1> and <title> are the msgstr of the English title's message (its
     msgid while that is untranslated)."""
     bad = []
     for page, po in catalogues(PO_DIR, ".po").items():
         if page not in DOCS:
             continue
-        first = next(m for m in read_catalog(po) if m.id)
-        want = first.string or first.id
+        english = h1_and_title(book_html / f"{page}.html")[0]
+        message = next((m for m in read_catalog(po) if m.id == english), None)
+        if message is None:
+            bad.append(f"{page}: the title {english!r} is not a message of its catalogue")
+            continue
+        want = message.string or message.id
         got = h1_and_title(book_html / "zh" / f"{page}.html")
         if got != (want, want):
             bad.append(f"{page}: <h1>, <title> = {got}, catalogue says {want!r}")
