@@ -208,9 +208,10 @@ def build_english(full: bool = False, log: Path | None = None) -> float:
     return seconds
 
 
-def chinese_config() -> str:
-    """_config.yml for the Chinese edition: the same book with language zh_CN and the catalogue copies. It lives
-    in _build/zh, so its local extensions' folders are made absolute."""
+def chinese_config(locale_dir: Path = ZH_BUILD / "locales") -> str:
+    """_config.yml for the Chinese edition: the same book with language zh_CN and the catalogues of
+    `locale_dir` (<locale_dir>/zh_CN/LC_MESSAGES/<page>.po). It lives in _build/zh, so its local extensions'
+    folders are made absolute."""
     import yaml
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
@@ -218,7 +219,7 @@ def chinese_config() -> str:
     sphinx = config.setdefault("sphinx", {})
     sphinx["local_extensions"] = {name: str((ROOT / folder).resolve())
                                   for name, folder in (sphinx.get("local_extensions") or {}).items()}
-    sphinx.setdefault("config", {}).update({"language": ZH_LOCALE, "locale_dirs": [str(ZH_BUILD / "locales")]})
+    sphinx.setdefault("config", {}).update({"language": ZH_LOCALE, "locale_dirs": [str(locale_dir)]})
     return "# written by scripts/build_book.py from _config.yml: the Chinese edition\n" + yaml.safe_dump(
         config, allow_unicode=True, sort_keys=False)
 
@@ -230,8 +231,9 @@ def write_if_changed(path: Path, text: str) -> None:
 
 
 def copy_catalogues() -> None:
-    """locales/zh_CN/LC_MESSAGES/**/*.po -> _build/zh/locales/... (a changed .po only, its mtime kept: Sphinx then
-    compiles its .mo there and re-reads that page); a copy whose .po is gone goes too, with its .mo."""
+    """locales/zh_CN/LC_MESSAGES/**/*.po -> _build/zh/locales/... (a changed .po only, as a new file: being newer
+    than its .mo, Sphinx compiles that again and reads that page again); a copy whose .po is gone goes too, with
+    its .mo."""
     src_root = LOCALES / ZH_LOCALE / "LC_MESSAGES"
     dst_root = ZH_BUILD / "locales" / ZH_LOCALE / "LC_MESSAGES"
     wanted = set()
@@ -241,7 +243,7 @@ def copy_catalogues() -> None:
         copy = dst_root / rel
         if not copy.is_file() or copy.read_bytes() != po.read_bytes():
             copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(po, copy)
+            shutil.copyfile(po, copy)
     if dst_root.is_dir():
         for old in list(dst_root.rglob("*.po")):
             if old.relative_to(dst_root) not in wanted:
