@@ -1,10 +1,14 @@
 """Shared fixtures for the book's tests.
 
-* ``book_html``: Path to ``_build/html``; builds the book once per session when it is missing
-  or older than any source (chapters, *.md, _config.yml, _toc.yml, tinytf/**/*.py, _static).
+* ``book_html``: Path to ``_build/html``; builds the book (both editions; the Chinese one in ``zh/``) once per
+  session when it is missing or older than any source (chapters, *.md, _config.yml, _toc.yml, tinytf/**/*.py,
+  _static, and for the Chinese edition locales/zh_CN/**/*.po).
 * ``browser``: headless Debian Chromium driven by Playwright (``/usr/bin/chromium``; the
   Playwright browser download cannot work here). Skipped with a reason when Chromium is
   absent on a developer machine; in CI (CI=true) a missing browser is a failure.
+* ``zh_sample_book``: a small Chinese build (intro, chapter 2, bibliography) whose catalogue translates chapter
+  2's title and one paragraph, in ``_build/zh-sample/_build/html`` (test_i18n.py's title test, the search test
+  of test_zh_edition.py).
 * ``open_page(browser, path) -> (page, console_errors, remote_requests)``: opens a page of the
   built book served by a local http.server on 127.0.0.1 (random free port). Requests to any
   other host are recorded and aborted (the book must work offline).
