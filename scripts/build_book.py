@@ -45,7 +45,10 @@ ZH_OUT = ZH_BUILD / "_build" / "html"        # where jupyter-book --path-output 
 ZH_HTML = HTML / "zh"                        # the published Chinese edition (hard links to ZH_OUT)
 ZH_STAMP = BUILD / "zh-stamp.json"
 ZH_TITLE = "tinytf：现代 Transformer 模块，一次看一个张量"
-SHARED_MIN_BYTES = 100_000  # a static file at least this large, identical in both editions, is stored once
+# Static files stored once for both editions (hard links) when identical: the large ones that are plain copies.
+# Never a file that the build rewrites after copying it (the theme's fontawesome.js, which book_offline slims
+# per edition): Sphinx would write the other edition's copy through the link.
+SHARED_STATIC = ("models/", "ort/", "mathjax/", "plotly.min.js")
 
 
 def editions() -> list[str]:
@@ -264,11 +267,12 @@ def _link(src: Path, dst: Path) -> None:
 
 
 def share_large_static(out: Path) -> None:
-    """A large file of the Chinese build's _static that is identical to the English edition's becomes a hard link
-    to it (only large, copied files: the ONNX models, onnxruntime's wasm, plotly.js, MathJax)."""
+    """A large file of the Chinese build's _static (SHARED_STATIC: the ONNX models, onnxruntime's wasm, MathJax,
+    plotly.js) that is identical to the English edition's becomes a hard link to it."""
     for f in (out / "_static").rglob("*"):
-        en = HTML / "_static" / f.relative_to(out / "_static")
-        if (f.is_file() and not f.is_symlink() and en.is_file() and f.stat().st_size >= SHARED_MIN_BYTES
+        rel = f.relative_to(out / "_static").as_posix()
+        en = HTML / "_static" / rel
+        if (rel.startswith(SHARED_STATIC) and f.is_file() and not f.is_symlink() and en.is_file()
                 and not os.path.samefile(f, en) and f.stat().st_size == en.stat().st_size
                 and filecmp.cmp(f, en, shallow=False)):
             _link(en, f)
