@@ -1,5 +1,6 @@
 # The tinytf book in two commands (see README.md):
-#   make book   build the HTML book into _build/html
+#   make book   build the HTML book: English into _build/html, Chinese into _build/html/zh
+#               (make en / make zh: one edition only)
 #   make test   run every test: pytest over tests/ (build, browser, static checks) and nbval, which
 #               re-executes every chapter notebook and compares outputs; then nbval once more under
 #               another CPU kernel selection (what another machine computes)
@@ -28,10 +29,17 @@ CHAPTERS ?=
 # The browser assets (plotly.js partial bundle, onnxruntime-web, axe-core) come from npm at the versions of package-lock.json.
 NODE_STAMP := node_modules/.package-lock.json
 
-.PHONY: book test test-other-kernels env execute lock report clean
+.PHONY: book en zh test test-other-kernels env execute lock report clean
 
 book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python scripts/build_book.py
+
+# one edition only (the same as TINYTF_BOOK_EDITIONS=en or zh with scripts/build_book.py)
+en: $(STAMP) $(NODE_STAMP)
+	TINYTF_BOOK_EDITIONS=en $(BIN)/python scripts/build_book.py
+
+zh: $(STAMP) $(NODE_STAMP)
+	TINYTF_BOOK_EDITIONS=zh $(BIN)/python scripts/build_book.py
 
 # The book is built once, before pytest: every test that reads _build/html (and both workers) shares it.
 # pytest-xdist runs the tests on both cores; --dist loadfile keeps each file (and so each chapter's kernel) on

@@ -1,10 +1,14 @@
 """Shared fixtures for the book's tests.
 
-* ``book_html``: Path to ``_build/html``; builds the book once per session when it is missing
-  or older than any source (chapters, *.md, _config.yml, _toc.yml, tinytf/**/*.py, _static).
+* ``book_html``: Path to ``_build/html``; builds the book (both editions; the Chinese one in ``zh/``) once per
+  session when it is missing or older than any source (chapters, *.md, _config.yml, _toc.yml, tinytf/**/*.py,
+  _static, and for the Chinese edition locales/zh_CN/**/*.po).
 * ``browser``: headless Debian Chromium driven by Playwright (``/usr/bin/chromium``; the
   Playwright browser download cannot work here). Skipped with a reason when Chromium is
   absent on a developer machine; in CI (CI=true) a missing browser is a failure.
+* ``zh_sample_book``: a small Chinese build (intro, chapter 2, bibliography) whose catalogue translates chapter
+  2's title and one paragraph, in ``_build/zh-sample/_build/html`` (test_i18n.py's title test, the search test
+  of test_zh_edition.py).
 * ``open_page(browser, path) -> (page, console_errors, remote_requests)``: opens a page of the
   built book served by a local http.server on 127.0.0.1 (random free port). Requests to any
   other host are recorded and aborted (the book must work offline).
@@ -78,11 +82,69 @@ def book_html() -> Path:
     with build_lock():
         if build_book.is_stale():
             try:
-                build_book.build()
+                build_book.build(only_stale=True)
             except RuntimeError as err:
                 pytest.fail(f"the book does not build:\n{err}", pytrace=False)
     assert (BOOK_HTML / "index.html").is_file()
     return BOOK_HTML
+
+
+# --------------------------------------------------------------------------- a small translated Chinese build
+ZH_SAMPLE = ROOT / "_build" / "zh-sample"
+# chapter 2 of the sample: its title (the page's first message) and first paragraph get these translations
+ZH_SAMPLE_DOC = "chapters/02_causal_self_attention"
+ZH_SAMPLE_TITLE = "2. 因果自注意力"
+ZH_SAMPLE_PARAGRAPH = "本章介绍因果自注意力：每个词元只看它自己和它之前的词元。"
+
+
+def zh_sample_messages() -> dict[str, str]:
+    """msgid -> msgstr of the sample's chapter 2 catalogue: its first message (the title) and one paragraph
+    without markup, taken from the committed catalogue."""
+    from babel.messages.pofile import read_po
+
+    po = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / f"{ZH_SAMPLE_DOC}.po"
+    with po.open("rb") as handle:
+        ids = [m.id for m in read_po(handle) if m.id and isinstance(m.id, str)]
+    plain = next(i for i in ids[1:] if not any(c in i for c in "`${}[]*_<>"))
+    return {ids[0]: ZH_SAMPLE_TITLE, plain: ZH_SAMPLE_PARAGRAPH}
+
+
+@pytest.fixture(scope="session")
+def zh_sample_book() -> Path:
+    """The Chinese edition of a three-page book (intro, chapter 2, bibliography) with a catalogue that translates
+    chapter 2's title and one of its paragraphs (zh_sample_messages()), built like `make zh` into
+    _build/zh-sample/_build/html (once per test run: pytest-xdist's workers share it). Returns that folder."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+    html = ZH_SAMPLE / "_build" / "html"
+    with build_lock():
+        marker = ZH_SAMPLE / f".run-{run}"
+        if not marker.exists():
+            shutil.rmtree(ZH_SAMPLE, ignore_errors=True)
+            locales = ZH_SAMPLE / "locales"
+            po = locales / "zh_CN" / "LC_MESSAGES" / f"{ZH_SAMPLE_DOC}.po"
+            po.parent.mkdir(parents=True)
+            catalog = Catalog(locale="zh_CN")
+            for msgid, msgstr in zh_sample_messages().items():
+                catalog.add(msgid, msgstr)
+            with po.open("wb") as handle:
+                write_po(handle, catalog)
+            (ZH_SAMPLE / "_config.yml").write_text(build_book.chinese_config(locales), encoding="utf-8")
+            (ZH_SAMPLE / "_toc.yml").write_text(
+                f"format: jb-book\nroot: intro\nchapters:\n  - file: {ZH_SAMPLE_DOC}\n"
+                "  - file: chapters/bibliography\n", encoding="utf-8")
+            # not -W: the intro's links to the chapters left out are warnings here
+            cmd = [build_book.jupyter_book_exe(), "build", ".", "--config", str(ZH_SAMPLE / "_config.yml"),
+                   "--toc", str(ZH_SAMPLE / "_toc.yml"), "--path-output", str(ZH_SAMPLE)]
+            try:
+                build_book.run_jupyter_book(cmd, ZH_SAMPLE / "build.log")
+                build_book.share_large_static(html)  # the models once on disk
+            except RuntimeError as err:
+                pytest.fail(f"the Chinese sample book does not build:\n{err}", pytrace=False)
+            marker.touch()
+    return html
 
 
 # --------------------------------------------------------------------------- local server

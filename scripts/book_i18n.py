@@ -1,0 +1,134 @@
+"""Sphinx extension (loaded through _config.yml -> sphinx.local_extensions) for the book's two editions:
+English at ``_build/html/`` and Chinese at ``_build/html/zh/`` (scripts/build_book.py builds both; the
+Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_MESSAGES``).
+
+* **Numbered titles are translated.** Sphinx translates a message by parsing its msgstr with the page's own
+  parser, and keeps the English text when the result is not a paragraph. A chapter's title is
+  ``# 3. Normalisation: ...``: its message, ``3. Normalisation: ...``, parsed as Markdown is an *ordered
+  list* starting at 3, not a paragraph, so every chapter kept its English ``<h1>`` and ``<title>`` in the
+  Chinese edition although the catalogue translates it (``TranslateListLikeTitles``, right after Sphinx's
+  ``Locale`` transform, parses such a title's msgstr with the list marker escaped).
+* **A language switch in every page's header** (``_templates/tinytf-lang-switch.html``, placed by
+  ``html_theme_options.article_header_end``): "中文" on an English page, "English" on a Chinese page, a relative
+  link to the same page of the other edition (so it works from ``file://``), with ``lang`` and ``hreflang``.
+* **The API page stays English** in the Chinese edition (it is generated from the code's English docstrings):
+  it gets a one-line Chinese note that says so, and its content is marked ``lang="en"``.
+* The Chinese edition's ``index.html`` (the forward to the landing page) says so in Chinese.
+"""
+from __future__ import annotations
+
+import re
+from os import path
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATES = ROOT / "_templates"
+ZH_DIR = "zh"  # the Chinese edition's folder inside the English one
+API_DOC = "chapters/api"
+API_NOTE_ZH = "本页由代码中的英文文档字符串（docstring）自动生成，因此保持英文。"
+
+# what Markdown reads as the start of a block other than a paragraph: "3. ", "3) ", "- ", "+ ", "* ", "# ", "> "
+BLOCK_START = re.compile(r"^(\s*)(\d{1,9}(?=[.)](?:\s|$))|[-+*#>](?=\s|$))")
+
+
+def is_chinese(config) -> bool:
+    return str(config.language or "en").lower().startswith("zh")
+
+
+def escape_block_start(msgstr: str) -> str:
+    """``3. 归一化`` -> ``3\\. 归一化``: the same text, read as a paragraph."""
+    hit = BLOCK_START.match(msgstr)
+    if not hit:
+        return msgstr
+    marker = hit.group(2)
+    if marker[0].isdigit():
+        end = hit.end(2)
+        return msgstr[:end] + "\\" + msgstr[end:]
+    return msgstr[:hit.start(2)] + "\\" + msgstr[hit.start(2):]
+
+
+class TranslateListLikeTitles(SphinxTransform):
+    """Translate the section titles that Sphinx's ``Locale`` transform (priority 20) left in English because
+    their msgstr parses as a list (``3. ...``) or another block rather than a paragraph."""
+
+    default_priority = 21
+
+    def apply(self, **kwargs) -> None:
+        from sphinx.locale import init as init_locale
+        from sphinx.transforms.i18n import publish_msgstr
+        from sphinx.util.i18n import docname_to_domain
+        from sphinx.util.nodes import extract_messages
+
+        if not self.config.language or self.config.language == "en":
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        dirs = [path.join(self.env.srcdir, d) for d in self.config.locale_dirs]
+        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
+        if not has_catalog:
+            return
+        for node, msg in extract_messages(self.document):
+            if not isinstance(node, nodes.title) or node.get("translated"):
+                continue
+            msgstr = catalog.gettext(msg)
+            if not msgstr.strip() or msgstr == msg:
+                continue
+            escaped = escape_block_start(msgstr)
+            if escaped == msgstr:
+                continue  # not the list case: leave Sphinx's decision alone
+            patch = publish_msgstr(self.app, escaped, self.document["source"], node.line, self.config,
+                                   self.document.settings)
+            if not isinstance(patch, nodes.paragraph):
+                continue
+            node.children = []
+            node.extend(patch.children)
+            node["translated"] = True
+
+
+def add_templates(app: Sphinx, config) -> None:
+    if str(TEMPLATES) not in [str(Path(app.confdir, t)) for t in config.templates_path]:
+        config.templates_path = [*config.templates_path, str(TEMPLATES)]
+
+
+def other_edition(app: Sphinx, pagename: str) -> dict:
+    """The header's link to the same page in the other edition (relative, so file:// works)."""
+    up = "../" * pagename.count("/")
+    if is_chinese(app.config):
+        return {"href": f"{up}../{pagename}.html", "lang": "en", "text": "English",
+                "title": "Read this page in English"}
+    return {"href": f"{up}{ZH_DIR}/{pagename}.html", "lang": "zh-CN", "text": "中文", "title": "阅读本页的中文版"}
+
+
+def page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    if app.builder.format != "html":
+        return
+    context["tinytf_edition_switch"] = other_edition(app, pagename)
+    if is_chinese(app.config) and pagename == API_DOC and "body" in context:
+        context["body"] = (f'<p class="tinytf-lang-note" lang="zh-CN">{API_NOTE_ZH}</p>\n'
+                           f'<div lang="en">\n{context["body"]}\n</div>')
+
+
+ZH_INDEX = {'<html lang="en">': '<html lang="zh-CN">', "The book starts at": "本书从这里开始："}
+
+
+def chinese_index(app: Sphinx, exception) -> None:
+    """After book_offline.write_index: the Chinese edition's forward page in Chinese."""
+    if exception is not None or app.builder.format != "html" or not is_chinese(app.config):
+        return
+    index = Path(app.outdir) / "index.html"
+    if index.is_file():
+        text = index.read_text(encoding="utf-8")
+        for old, new in ZH_INDEX.items():
+            text = text.replace(old, new)
+        index.write_text(text, encoding="utf-8")
+
+
+def setup(app: Sphinx):
+    app.add_transform(TranslateListLikeTitles)
+    app.connect("config-inited", add_templates)
+    app.connect("html-page-context", page_context)
+    app.connect("build-finished", chinese_index, priority=950)  # after book_offline.write_index (900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
