@@ -44,7 +44,7 @@ ZH_BUILD = BUILD / "zh"                      # config, catalogue copies (+ .mo),
 ZH_OUT = ZH_BUILD / "_build" / "html"        # where jupyter-book --path-output _build/zh writes the HTML
 ZH_HTML = HTML / "zh"                        # the published Chinese edition (hard links to ZH_OUT)
 ZH_STAMP = BUILD / "zh-stamp.json"
-ZH_TITLE = "tinytf：现代 Transformer 模块，一次看一个张量"
+ZH_TITLE = "tinytf：逐个张量，拆解现代 Transformer 块"
 # Static files stored once for both editions (hard links) when identical: the large ones that are plain copies.
 # Never a file that the build rewrites after copying it (the theme's fontawesome.js, which book_offline slims
 # per edition): Sphinx would write the other edition's copy through the link.
