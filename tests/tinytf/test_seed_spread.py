@@ -75,4 +75,4 @@ def test_float64_row_whose_runs_differ_by_over_10_percent_keeps_one_digit_and_no
                                float64=True).splitlines()
     g = p.grad_norm_float64
     assert table[2].split()[-4:] == ["†" + format(g[0], ".1g"), "—", f"†{(g[0] / g[-1]) ** (1 / (p.depth - 1)):.2f}", "—"]
-    assert "1 where the two runs differ by over 10%" in table[-1]
+    assert "or to 1 (and no seed range, —) where the two runs differ by over 10%" in table[-1]

@@ -331,7 +331,7 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
                      f"{CHAOS_THRESHOLD:.1%}; a size is shown to 1 significant digit (~6e+03), or as a power of ten "
                      f"only (~10^5) where the two runs differ by over {DIGIT_GAP:.0%}; a factor to 2")
     if "†" in marked:
-        coarse = (f"; 1 where the two runs differ by over {DIGIT_GAP:.0%}, whose seed ranges are not shown (—)"
+        coarse = (f", or to 1 (and no seed range, —) where the two runs differ by over {DIGIT_GAP:.0%}"
                   if "—" in marked else "")
         lines.append(f"† ill-conditioned row: its float32 and float64 runs of the same weights differ by more than "
                      f"{CHAOS_THRESHOLD:.1%}, so every value shown is the float64 run's; sizes to 2 significant "
