@@ -118,6 +118,8 @@ def test_page_for_every_reader(book_server, browser, path):
 def audit_page(browser, path: str) -> None:
     """Every check of the module docstring for one page (a failure lists all problems found); `path` is relative
     to _build/html (``PAGES`` lists the book's, another edition's are under its folder, e.g. "zh/intro.html")."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # (the browser fixture required it)
+
     problems: list[str] = []
     page, errors, remote, loaded = book_browser.open_page(browser, book_url(path), viewport=(WIDTHS[0], 900))
     try:
@@ -126,8 +128,11 @@ def audit_page(browser, path: str) -> None:
         for width, mode in STEPS:
             if width != page.viewport_size["width"]:
                 # the keyboard drive scrolled and focused: the next width starts from the top, as a reader's would
-                page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
-                book_browser.resize(page, width)
+                page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
+                try:
+                    book_browser.resize(page, width)
+                except PlaywrightTimeoutError:
+                    problems.append(f"{width}px: the figures were not drawn again for the new width (30 s)")
             book_browser.set_mode(page, mode)
             where = f"{width}px {mode}"
             problems += [f"{where}: {p}" for p in book_browser.audit(page)]
