@@ -29,22 +29,26 @@ CHAPTERS ?=
 # The browser assets (plotly.js partial bundle, onnxruntime-web, axe-core) come from npm at the versions of package-lock.json.
 NODE_STAMP := node_modules/.package-lock.json
 
-.PHONY: book en zh test test-other-kernels env execute lock report clean
+.PHONY: book en zh test test-other-kernels env deps execute lock report clean
 
-book: $(STAMP) $(NODE_STAMP)
+# pip's install (requirements.lock) and npm ci (package-lock.json) at the same time: both mostly wait on the network
+deps:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(NODE_STAMP)
+
+book: deps
 	$(BIN)/python scripts/build_book.py
 
 # one edition only (the same as TINYTF_BOOK_EDITIONS=en or zh with scripts/build_book.py)
-en: $(STAMP) $(NODE_STAMP)
+en: deps
 	TINYTF_BOOK_EDITIONS=en $(BIN)/python scripts/build_book.py
 
-zh: $(STAMP) $(NODE_STAMP)
+zh: deps
 	TINYTF_BOOK_EDITIONS=zh $(BIN)/python scripts/build_book.py
 
 # The book is built once, before pytest: every test that reads _build/html (and both workers) shares it.
 # pytest-xdist runs the tests on both cores; --dist loadfile keeps each file (and so each chapter's kernel) on
 # one worker (the per-page browser audit is split over two files so that both workers share it).
-test: $(STAMP) $(NODE_STAMP)
+test: deps
 	$(BIN)/python scripts/build_book.py --if-stale
 	$(BIN)/python -m pytest $(XDIST) tests chapters $(NBVAL) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-other-kernels
@@ -73,7 +77,7 @@ $(STAMP):
 	@touch $@
 
 # per-chapter execution time, nbval time, build time, page weights -> _build/book_report.md
-report: $(STAMP) $(NODE_STAMP)
+report: deps
 	$(BIN)/python scripts/book_report.py
 
 clean:
