@@ -222,3 +222,152 @@ def sample_text(model, prompt, n_bytes: int, seed: int = 0, temperature: float =
         else:
             out = run_lab(model, [b], head_mask, out["present_k"], out["present_v"])
     return new
+
+
+# ---------------------------------------------------------------- the page: its files and its words
+LAB_FORMAT = "tinytf-lab/1"
+LAB_JSON = "lab.json"
+KEY_FILE = "lab.key"
+TOP_BYTES = 10  # rows of the distribution table
+DEFAULTS = {"prompt": "The function returns the ", "temperature": 0.8, "top_k": 40, "top_p": 0.95, "seed": 1,
+            "n_bytes": 64, "layer": 3, "head": 0, "model": "text-4l"}
+# the settings the page accepts: (low, high, whole number?, may be empty = no limit)
+LIMITS = {"temperature": [0, 5, False, False], "top_k": [1, 256, True, True], "top_p": [0, 1, False, True],
+          "seed": [0, 4294967295, True, False], "n_bytes": [1, 512, True, False]}
+RULES = {
+    "temperature": "a number from 0 to 5 (0 = always the most likely byte)",
+    "top_k": "a whole number from 1 to 256, or empty for no limit",
+    "top_p": "a number above 0 and at most 1, or empty for no limit",
+    "seed": "a whole number from 0 to 4294967295",
+    "n_bytes": "a whole number from 1 to 512",
+}
+MESSAGES = {
+    "empty": "The prompt is empty: type some text and the model shows which byte it expects next.",
+    "cut": ("Your text is {n} bytes long, but the model reads at most {max} bytes (its context): it sees the "
+            "last {max} bytes only, the first {cut} were cut."),
+    "non_ascii": ("Your text has characters outside ASCII ({chars}). The model reads UTF-8 bytes, not characters: "
+                  "each CJK character is 3 bytes, an emoji 4, and the model was trained almost only on English, "
+                  "so its guesses after them are poor."),
+    "setting": "{name}: {rule}; got “{value}”. The lab keeps using {kept}.",
+    "file": ("This page was opened as a file (file://), and browsers do not let such a page load the model. "
+             "Serve the book's folder instead: run `python -m http.server --directory _build/html` and open "
+             "http://localhost:8000/"),
+    "failed": "The model could not be loaded ({error}). Reload the page to try again.",
+    "loading": "Loading the model ({done} of {total} MB)…",
+    "ready": "{model} is loaded: it runs in your browser, nothing is sent anywhere.",
+    "generating": "Writing byte {i} of {n}…",
+    "generated": "Wrote {n} bytes in {seconds} s ({rate} bytes/s).",
+    "refill": " From byte {at} on, the context was full: each step reads the last {max} bytes afresh.",
+    "ablated": "{k} of {total} heads switched off.",
+}
+NAMES = {"temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p", "seed": "Seed", "n_bytes": "Bytes to write"}
+NOTE = ("<b>The model in your browser.</b> This lab runs text-4l, the book's model trained on English text, "
+        "in your browser. It needs JavaScript; or open any chapter in Binder or Colab.")
+
+
+def snapshot_models() -> list:
+    """(key, label, step) of the models the lab offers: the training snapshots, then the final text-4l."""
+    out = []
+    for name in SNAPSHOTS:
+        step = name.split("@step")[1] if "@step" in name else "final"
+        label = f"text-4l after {step} training steps" if step != "final" else "text-4l, fully trained"
+        out.append((name, label, step))
+    return out
+
+
+def file_name(key: str) -> str:
+    return key.replace("@", "-") + ".onnx"
+
+
+def lab_config(model) -> dict:
+    cfg = model.config
+    return {"vocab_size": cfg.vocab_size, "max_seq_len": cfg.max_seq_len, "n_layers": cfg.n_layers,
+            "n_heads": cfg.n_heads, "n_kv_heads": cfg.kv_heads, "d_head": cfg.d_head}
+
+
+def page_state(view: str = "all") -> dict:
+    """What a lab div carries (JSON): the view, defaults, limits, rules, names and messages."""
+    return {"format": LAB_FORMAT, "view": view, "defaults": DEFAULTS, "limits": LIMITS, "rules": RULES,
+            "names": NAMES, "messages": MESSAGES, "top": TOP_BYTES, "prng": "mulberry32"}
+
+
+def lab_html(view: str = "all") -> str:
+    """The HTML a page embeds: a div that _static/tinytf-lab.js turns into the lab (a note until then)."""
+    import html as _html
+
+    data = _html.escape(json.dumps(page_state(view), ensure_ascii=True, sort_keys=True), quote=True)
+    return (f'<div class="tinytf-lab" data-lab="{data}">'
+            f'<div class="tinytf-live-note">{NOTE}</div></div>')
+
+
+def _assets_key(root: Path) -> str:
+    h = hashlib.sha256(LAB_FORMAT.encode())
+    for pattern in ("tinytf/**/*.py", "tinytf/checkpoints/text-4l*"):
+        for path in sorted(root.glob(pattern)):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def build_assets(directory) -> dict:
+    """{file name: bytes} of the lab: one ONNX graph per snapshot and lab.json (models, shape, the byte
+    labels, the attention templates)."""
+    import tempfile
+
+    from ..viz.lab import attention_templates
+    from ..viz.templates import byte_labels
+    from . import pretrained
+
+    files, models = {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, label, step in snapshot_models():
+            model = pretrained.load(key).float().eval()
+            path = Path(tmp) / file_name(key)
+            export_lab_onnx(model, path)
+            data = path.read_bytes()
+            files[path.name] = data
+            models.append({"key": key, "label": label, "step": step, "file": path.name, "bytes": len(data),
+                           "sha256": hashlib.sha256(data).hexdigest()})
+    final = pretrained.load("text-4l").float().eval()
+    sample = list(b"abc")
+    out = run_lab(final, sample)
+    cfg = lab_config(final)
+    manifest = {"format": LAB_FORMAT, "models": models, "config": cfg, "outputs": list(OUTPUTS),
+                "inputs": list(INPUTS), "byte_labels": byte_labels(),
+                "attention": attention_templates(cfg["n_layers"], cfg["n_heads"], {"attn": out["attn"].numpy()},
+                                                 [chr(b) for b in sample])}
+    files[LAB_JSON] = (json.dumps(manifest, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+    return files
+
+
+def write_assets(directory, root=None) -> tuple:
+    """Write the lab's files into ``directory`` (``_static/lab``) unless the key of tinytf's code and the
+    checkpoints is unchanged; remove others. Returns (written, removed) paths."""
+    directory = Path(directory)
+    root = Path(root) if root else Path(__file__).resolve().parents[2]
+    key = _assets_key(root)
+    stamp = directory / KEY_FILE
+    if stamp.is_file() and stamp.read_text().strip() == key and (directory / LAB_JSON).is_file():
+        return [], []
+    import torch as _torch
+
+    threads = _torch.get_num_threads()
+    _torch.set_num_threads(1)
+    try:
+        files = build_assets(directory)
+    finally:
+        _torch.set_num_threads(threads)
+    directory.mkdir(parents=True, exist_ok=True)
+    written, removed = [], []
+    for name, data in files.items():
+        path = directory / name
+        if not (path.is_file() and path.read_bytes() == data):
+            tmp = path.with_name(name + ".tmp")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+            written.append(path)
+    for path in sorted(directory.iterdir()):
+        if path.name not in files and path.name != KEY_FILE and path.is_file():
+            path.unlink()
+            removed.append(path)
+    stamp.write_text(key + "\n")
+    return written, removed

@@ -1,0 +1,481 @@
+// tinytf book: the lab (served locally, no network). text-4l, the book's model trained on English text,
+// runs in the reader's browser: the next-byte distribution of a prompt under chapter 11's sampler
+// (temperature, top-k, top-p), seeded generation byte by byte through a KV cache, the attention map of
+// any layer and head.
+//
+// A page holds <div class="tinytf-lab" data-lab="{...}"> (tinytf.lab.browser_lab.lab_html: defaults,
+// limits, messages; a note until this script runs). Nothing is fetched before the reader's first
+// interaction with the lab; then onnxruntime-web (_static/ort/), _static/lab/lab.json and the model's
+// ONNX graph (tinytf.lab.browser_lab.export_lab_onnx: ids, head_mask, past K/V -> last logits, logit lens,
+// attention, present K/V) load once per page, with a progress bar. The attention figure is a template
+// emitted by Python (tinytf.viz.lab), filled by tinytfBind.apply and drawn by the figure core.
+//
+// The sampler is tinytf.generation.next_token_probs in float64; its random numbers come from mulberry32
+// (the same 32-bit generator as tinytf.lab.browser_lab.mulberry32), so a seed gives the same text here and
+// in Python. Everything a test needs is on the lab's element: el.tinytfLab (state, probs, run, ...).
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  var STATIC = script && script.src ? script.src.replace(/[^/]*(\?.*)?$/, "") : "_static/";
+  var LAB_DIR = STATIC + "lab/";
+  var ORT_DIR = STATIC + "ort/";
+  var serial = 0;
+
+  // ------------------------------------------------------------------ loaders (once per page)
+  var loading = {};
+  function once(key, make) {
+    if (!loading[key]) {
+      loading[key] = make();
+      loading[key].catch(function () { delete loading[key]; });
+    }
+    return loading[key];
+  }
+  function loadScript(src) {
+    return once("script:" + src, function () {
+      return new Promise(function (resolve, reject) {
+        var s = document.createElement("script");
+        s.src = src;
+        s.onload = function () { resolve(); };
+        s.onerror = function () { reject(new Error("could not load " + src)); };
+        document.head.appendChild(s);
+      });
+    });
+  }
+  function runtime() {
+    return loadScript(ORT_DIR + "ort.wasm.min.js").then(function () {
+      var ort = window.ort;
+      if (!ort) { throw new Error("onnxruntime-web did not load"); }
+      ort.env.wasm.numThreads = 1;
+      ort.env.wasm.wasmPaths = new URL(ORT_DIR, document.baseURI).href;
+      return ort;
+    });
+  }
+  function plotly() {
+    return window.Plotly ? Promise.resolve(window.Plotly) : loadScript(STATIC + "plotly.min.js");
+  }
+  function manifest() {
+    return once("lab.json", function () {
+      return fetch(LAB_DIR + "lab.json").then(function (r) {
+        if (!r.ok) { throw new Error("lab.json: HTTP " + r.status); }
+        return r.json();
+      });
+    });
+  }
+  // the model's bytes, reporting progress (done, total) as they arrive
+  function fetchBytes(url, total, progress) {
+    return fetch(url).then(function (r) {
+      if (!r.ok) { throw new Error(url + ": HTTP " + r.status); }
+      if (!r.body || !r.body.getReader) { return r.arrayBuffer().then(function (b) { return new Uint8Array(b); }); }
+      var reader = r.body.getReader(), parts = [], done = 0;
+      function pump() {
+        return reader.read().then(function (chunk) {
+          if (chunk.done) {
+            var out = new Uint8Array(done), at = 0;
+            parts.forEach(function (p) { out.set(p, at); at += p.length; });
+            return out;
+          }
+          parts.push(chunk.value); done += chunk.value.length;
+          progress(done, total);
+          return pump();
+        });
+      }
+      return pump();
+    });
+  }
+  function session(entry, progress) {
+    return once("session:" + entry.key, function () {
+      return Promise.all([runtime(), fetchBytes(LAB_DIR + entry.file, entry.bytes, progress)]).then(function (r) {
+        return r[0].InferenceSession.create(r[1], { executionProviders: ["wasm"] });
+      });
+    });
+  }
+
+  // ------------------------------------------------------------------ the sampler (chapter 11, float64)
+  function mulberry32(seed) {
+    var a = seed >>> 0;
+    return function () {
+      a = (a + 0x6D2B79F5) >>> 0;
+      var t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  function softmax(x) {
+    var m = -Infinity, i, out = new Float64Array(x.length), s = 0;
+    for (i = 0; i < x.length; i++) { if (x[i] > m) { m = x[i]; } }
+    if (m === -Infinity) { return out; }
+    for (i = 0; i < x.length; i++) { out[i] = x[i] === -Infinity ? 0 : Math.exp(x[i] - m); s += out[i]; }
+    for (i = 0; i < x.length; i++) { out[i] /= s; }
+    return out;
+  }
+  function argmax(x) {
+    var best = 0;
+    for (var i = 1; i < x.length; i++) { if (x[i] > x[best]) { best = i; } }
+    return best;
+  }
+  // tinytf.generation.next_token_probs: temperature, then top-k (ties with the k-th kept), then top-p
+  // (the smallest set of most probable bytes reaching p, ties with the last one kept), renormalised
+  function nextProbs(logits, s) {
+    var V = logits.length, i, x = new Float64Array(V);
+    if (s.temperature === 0) { x[argmax(logits)] = 1; return x; }
+    for (i = 0; i < V; i++) { x[i] = Math.fround(logits[i] / s.temperature); }  // float32, as torch divides
+    if (s.top_k !== null) {
+      var sorted = Array.from(x).sort(function (a, b) { return b - a; });
+      var kth = sorted[s.top_k - 1];
+      for (i = 0; i < V; i++) { if (x[i] < kth) { x[i] = -Infinity; } }
+    }
+    if (s.top_p !== null) {
+      var p = softmax(x), order = Array.from(p).sort(function (a, b) { return b - a; });
+      var before = 0, cutoff = order[0];
+      for (i = 0; i < V; i++) {
+        if (i === 0 || before < s.top_p - 1e-9) { cutoff = order[i]; }
+        before += order[i];
+      }
+      for (i = 0; i < V; i++) { if (p[i] < cutoff) { x[i] = -Infinity; } }
+    }
+    return softmax(x);
+  }
+  function pick(probs, u) {
+    var total = 0, last = 0;
+    for (var i = 0; i < probs.length; i++) {
+      if (probs[i] > 0) { total += probs[i]; last = i; if (total > u) { return i; } }
+    }
+    return last;
+  }
+
+  // ------------------------------------------------------------------ words
+  function fill(template, values) {
+    return template.replace(/\{(\w+)\}/g, function (m, k) { return k in values ? String(values[k]) : m; });
+  }
+  function utf8(text) { return Array.from(new TextEncoder().encode(text)); }
+  function byteName(labels, b) {
+    if (b === 32) { return "␣ (space)"; }
+    if (b === 10) { return "↵ (new line)"; }
+    return labels[b];
+  }
+
+  // ------------------------------------------------------------------ the page's controls
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) { e.textContent = text; }
+    return e;
+  }
+  function field(box, id, label, input) {
+    var wrap = el("div", { "class": "tinytf-lab-field" });
+    wrap.appendChild(el("label", { "for": id }, label));
+    wrap.appendChild(input);
+    box.appendChild(wrap);
+    return input;
+  }
+  function numberBox(id, value, limits, step) {
+    var attrs = { id: id, type: "text", inputmode: limits[2] ? "numeric" : "decimal", autocomplete: "off",
+                  spellcheck: "false", size: "8" };
+    var input = el("input", attrs);
+    input.value = value === null ? "" : String(value);
+    input.dataset.step = String(step);
+    return input;
+  }
+  function select(id, options, value) {
+    var s = el("select", { id: id });
+    options.forEach(function (o) {
+      var opt = el("option", { value: String(o[0]) }, o[1]);
+      if (String(o[0]) === String(value)) { opt.selected = true; }
+      s.appendChild(opt);
+    });
+    return s;
+  }
+
+  function build(root, state) {
+    var id = "tinytf-lab-" + (++serial);
+    var d = state.defaults;
+    root.textContent = "";
+    var ui = { root: root, id: id };
+    var form = el("div", { "class": "tinytf-lab-form" });
+    ui.prompt = field(form, id + "-prompt", "Prompt (the text the model continues)",
+                      el("textarea", { id: id + "-prompt", rows: "3", spellcheck: "false" }));
+    ui.prompt.value = d.prompt;
+    var row = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": "Sampling settings" });
+    ui.settings = {};
+    ["temperature", "top_k", "top_p", "seed", "n_bytes"].forEach(function (name) {
+      var step = name === "temperature" ? 0.1 : name === "top_p" ? 0.05 : 1;
+      ui.settings[name] = field(row, id + "-" + name, state.names[name],
+                                numberBox(id + "-" + name, d[name], state.limits[name], step));
+      ui.settings[name].setAttribute("aria-describedby", id + "-" + name + "-rule");
+      var rule = el("span", { id: id + "-" + name + "-rule", "class": "tinytf-lab-rule" }, state.rules[name]);
+      ui.settings[name].parentNode.appendChild(rule);
+    });
+    form.appendChild(row);
+    var actions = el("div", { "class": "tinytf-lab-row" });
+    ui.generate = el("button", { type: "button", "class": "tinytf-lab-button", id: id + "-generate" }, "Generate");
+    actions.appendChild(ui.generate);
+    form.appendChild(actions);
+    root.appendChild(form);
+    ui.status = el("p", { "class": "tinytf-lab-status", role: "status", "aria-live": "polite", id: id + "-status" });
+    ui.progress = el("progress", { max: "1", value: "0", "aria-label": "Loading the model", hidden: "" });
+    root.appendChild(ui.progress);
+    root.appendChild(ui.status);
+    ui.message = el("div", { "class": "tinytf-lab-message", "aria-live": "polite", id: id + "-message" });
+    root.appendChild(ui.message);
+    // the distribution
+    ui.table = el("table", { "class": "tinytf-lab-table", id: id + "-dist" });
+    ui.caption = el("caption", {}, "The next byte: top " + state.top + " after the prompt");
+    ui.table.appendChild(ui.caption);
+    var head = el("thead"), tr = el("tr");
+    ["Rank", "Byte", "Probability"].forEach(function (h) { tr.appendChild(el("th", { scope: "col" }, h)); });
+    head.appendChild(tr);
+    ui.table.appendChild(head);
+    ui.tbody = el("tbody");
+    ui.table.appendChild(ui.tbody);
+    var tableBox = el("div", { "class": "tinytf-lab-tablebox" });
+    tableBox.appendChild(ui.table);
+    root.appendChild(tableBox);
+    // the generated text
+    root.appendChild(el("p", { "class": "tinytf-lab-label", id: id + "-out-label" }, "Generated text (the prompt, then what the model wrote)"));
+    ui.output = el("pre", { "class": "tinytf-lab-output", id: id + "-output", "aria-labelledby": id + "-out-label",
+                            tabindex: "0" });
+    root.appendChild(ui.output);
+    // the attention map
+    var attn = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": "Attention map" });
+    ui.layer = field(attn, id + "-layer", "Layer", select(id + "-layer", [], d.layer));
+    ui.head = field(attn, id + "-head", "Head", select(id + "-head", [], d.head));
+    root.appendChild(attn);
+    ui.figure = el("div", { "class": "tinytf-lab-figure", id: id + "-attn" });
+    root.appendChild(ui.figure);
+    return ui;
+  }
+
+  // ------------------------------------------------------------------ one lab
+  function Lab(root) {
+    var state = JSON.parse(root.getAttribute("data-lab"));
+    var ui = build(root, state);
+    var lab = { state: state, ui: ui, settings: {}, outputs: null, ids: [], labels: [], probs: null,
+                generated: [], busy: false, loaded: false, errors: {} };
+    Object.keys(state.limits).forEach(function (k) { lab.settings[k] = state.defaults[k]; });
+    root.tinytfLab = lab;
+    var M = state.messages;
+    var started = null;
+
+    function say(text) { ui.status.textContent = text; }
+    function showMessages() {
+      ui.message.textContent = "";
+      var all = (lab.inputMessages || []).concat(Object.keys(lab.errors).map(function (k) { return lab.errors[k]; }));
+      all.forEach(function (m) { ui.message.appendChild(el("p", {}, m)); });
+    }
+    function start() {
+      if (started) { return started; }
+      if (location.protocol === "file:") { say(M.file); return Promise.reject(new Error("file://")); }
+      ui.progress.hidden = false;
+      started = manifest().then(function (man) {
+        lab.manifest = man;
+        var cfg = man.config;
+        for (var l = 0; l < cfg.n_layers; l++) { ui.layer.appendChild(el("option", { value: String(l) }, String(l))); }
+        for (var h = 0; h < cfg.n_heads; h++) { ui.head.appendChild(el("option", { value: String(h) }, String(h))); }
+        ui.layer.value = String(state.defaults.layer); ui.head.value = String(state.defaults.head);
+        lab.entry = man.models.filter(function (m) { return m.key === state.defaults.model; })[0];
+        var total = (lab.entry.bytes / 1e6).toFixed(1);
+        return session(lab.entry, function (done) {
+          ui.progress.value = done / lab.entry.bytes;
+          say(fill(M.loading, { done: (done / 1e6).toFixed(1), total: total }));
+        });
+      }).then(function (sess) {
+        lab.session = sess;
+        lab.loaded = true;
+        ui.progress.hidden = true;
+        say(fill(M.ready, { model: lab.entry.key }));
+        return update();
+      }).catch(function (err) {
+        ui.progress.hidden = true;
+        if (String(err.message) !== "file://") { say(fill(M.failed, { error: err.message })); }
+        started = null;
+        throw err;
+      });
+      return started;
+    }
+
+    // ---- input: the prompt's bytes, or why not
+    function readPrompt() {
+      var text = ui.prompt.value, msgs = [];
+      if (text === "") { lab.inputMessages = [M.empty]; return null; }
+      var tok = window.tinytfBind.tokenize(text, lab.manifest.byte_labels);
+      var max = lab.manifest.config.max_seq_len;
+      var odd = Array.from(new Set(Array.from(text).filter(function (c) { return c.codePointAt(0) > 127; })));
+      if (odd.length) { msgs.push(fill(M.non_ascii, { chars: odd.slice(0, 8).join(" ") + (odd.length > 8 ? " …" : "") })); }
+      if (tok.ids.length > max) {
+        msgs.push(fill(M.cut, { n: tok.ids.length, max: max, cut: tok.ids.length - max }));
+        tok = { ids: tok.ids.slice(-max), labels: tok.labels.slice(-max) };
+      }
+      lab.inputMessages = msgs;
+      return tok;
+    }
+    function readSetting(name) {
+      var lim = state.limits[name], raw = ui.settings[name].value.trim();
+      var value = null, ok;
+      if (raw === "" && lim[3]) { ok = true; }
+      else {
+        value = Number(raw);
+        ok = raw !== "" && isFinite(value) && (!lim[2] || Number.isInteger(value)) && value <= lim[1] &&
+          (name === "top_p" ? value > lim[0] : value >= lim[0]);
+      }
+      if (ok) { delete lab.errors[name]; lab.settings[name] = value; ui.settings[name].removeAttribute("aria-invalid"); }
+      else {
+        var kept = lab.settings[name] === null ? "no limit" : String(lab.settings[name]);
+        lab.errors[name] = fill(M.setting, { name: state.names[name], rule: state.rules[name], value: raw, kept: kept });
+        ui.settings[name].setAttribute("aria-invalid", "true");
+      }
+      return ok;
+    }
+
+    // ---- the model
+    function feeds(ids, pastK, pastV) {
+      var ort = window.ort, cfg = lab.manifest.config;
+      var mask = new Float32Array(cfg.n_layers * cfg.n_heads).fill(1);
+      var empty = [cfg.n_layers, cfg.n_kv_heads, 0, cfg.d_head];
+      return {
+        ids: new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
+        head_mask: new ort.Tensor("float32", mask, [cfg.n_layers, cfg.n_heads]),
+        past_k: pastK || new ort.Tensor("float32", new Float32Array(0), empty),
+        past_v: pastV || new ort.Tensor("float32", new Float32Array(0), empty)
+      };
+    }
+    function run(ids, pastK, pastV) { return lab.session.run(feeds(ids, pastK, pastV)); }
+    lab.run = run;
+
+    function showDistribution() {
+      if (!lab.outputs) { return; }
+      lab.probs = nextProbs(lab.outputs.logits.data, lab.settings);
+      var order = Array.from(lab.probs.keys()).sort(function (a, b) { return lab.probs[b] - lab.probs[a] || a - b; });
+      ui.tbody.textContent = "";
+      order.slice(0, state.top).forEach(function (b, r) {
+        var p = lab.probs[b], tr = el("tr");
+        tr.appendChild(el("td", {}, String(r + 1)));
+        tr.appendChild(el("td", {}, byteName(lab.manifest.byte_labels, b)));
+        var cell = el("td", { "class": "tinytf-lab-pcell" });
+        var bar = el("span", { "class": "tinytf-lab-bar", "aria-hidden": "true" });
+        bar.style.width = (100 * p).toFixed(1) + "%";
+        cell.appendChild(bar);
+        cell.appendChild(el("span", { "class": "tinytf-lab-p" }, (100 * p).toFixed(p < 0.001 && p > 0 ? 3 : 1) + "%"));
+        tr.appendChild(cell);
+        ui.tbody.appendChild(tr);
+      });
+    }
+    function showAttention() {
+      if (!lab.outputs) { return Promise.resolve(); }
+      var tpl = lab.manifest.attention[ui.layer.value + "-" + ui.head.value];
+      var a = lab.outputs.attn;
+      var spec = window.tinytfBind.apply(tpl, { attn: { dims: a.dims, data: a.data } }, lab.labels);
+      lab.spec = spec;
+      return plotly().then(function () {
+        var core = window.tinytfFigures || window.tinytfCore;
+        return ui.figure._tinytf ? core.update(ui.figure, spec) : core.draw(ui.figure, spec);
+      });
+    }
+    var update = function () {
+      var tok = readPrompt();
+      showMessages();
+      if (!tok) { lab.outputs = null; ui.tbody.textContent = ""; return Promise.resolve(); }
+      lab.ids = tok.ids; lab.labels = tok.labels;
+      ui.output.textContent = ui.prompt.value;
+      return run(tok.ids).then(function (out) {
+        lab.outputs = out;
+        showDistribution();
+        return showAttention();
+      });
+    };
+    var queued = null;
+    function refresh() {
+      if (!lab.loaded) { return start(); }
+      if (!queued) { queued = window.tinytfCore.queue(update); }
+      return queued();
+    }
+    lab.refresh = refresh;
+
+    // ---- generation: one run of the prompt, then one byte at a time through the cache
+    function generate() {
+      if (lab.busy) { lab.stop = true; return Promise.resolve(); }
+      return (lab.loaded ? Promise.resolve() : start()).then(function () {
+        ["temperature", "top_k", "top_p", "seed", "n_bytes"].forEach(readSetting);
+        showMessages();
+        var tok = readPrompt();
+        showMessages();
+        if (!tok) { return; }
+        var s = Object.assign({}, lab.settings), n = s.n_bytes, max = lab.manifest.config.max_seq_len;
+        var draw = mulberry32(s.seed), ids = tok.ids.slice(), newBytes = [], refill = null;
+        var decoder = new TextDecoder("utf-8"), t0 = performance.now();
+        var prefix = ui.prompt.value;
+        lab.busy = true; lab.stop = false; lab.generated = newBytes;
+        ui.generate.textContent = "Stop";
+        function show() { ui.output.textContent = prefix + decoder.decode(new Uint8Array(newBytes)); }
+        function step(out) {
+          var probs = nextProbs(out.logits.data, s);
+          var b = s.temperature === 0 ? argmax(out.logits.data) : pick(probs, draw());
+          newBytes.push(b); ids.push(b);
+          show();
+          say(fill(M.generating, { i: newBytes.length, n: n }));
+          if (newBytes.length >= n || lab.stop) { return null; }
+          if (out.present_k.dims[2] + 1 > max) {
+            if (refill === null) { refill = newBytes.length; }
+            ids = ids.slice(-max);
+            return run(ids);
+          }
+          return run([b], out.present_k, out.present_v);
+        }
+        function loop(out) {
+          var next = step(out);
+          if (!next) { return null; }
+          return next.then(function (o) { return new Promise(function (r) { setTimeout(function () { r(o); }, 0); }); })
+            .then(loop);
+        }
+        return run(ids).then(loop).then(function () {
+          var secs = (performance.now() - t0) / 1000;
+          lab.rate = newBytes.length / secs;
+          say(fill(M.generated, { n: newBytes.length, seconds: secs.toFixed(2), rate: lab.rate.toFixed(0) }) +
+              (refill !== null ? fill(M.refill, { at: refill + 1, max: max }) : ""));
+        }).finally(function () {
+          lab.busy = false;
+          ui.generate.textContent = "Generate";
+        });
+      });
+    }
+    lab.generate = generate;
+
+    // ---- wiring: the first interaction loads the model
+    root.addEventListener("focusin", function () { start().catch(function () {}); });
+    root.addEventListener("pointerdown", function () { start().catch(function () {}); });
+    ui.prompt.addEventListener("input", function () { if (!lab.busy) { refresh().catch(report); } });
+    Object.keys(ui.settings).forEach(function (name) {
+      var input = ui.settings[name];
+      input.addEventListener("input", function () {
+        readSetting(name);
+        showMessages();
+        if (lab.loaded && name !== "seed" && name !== "n_bytes") { showDistribution(); }
+      });
+      input.addEventListener("keydown", function (ev) {  // arrow keys step a number, as a spin button
+        if (ev.key !== "ArrowUp" && ev.key !== "ArrowDown") { return; }
+        var lim = state.limits[name], cur = Number(input.value);
+        if (input.value.trim() === "" || !isFinite(cur)) { return; }
+        var step = Number(input.dataset.step), next = cur + (ev.key === "ArrowUp" ? step : -step);
+        next = Math.min(lim[1], Math.max(lim[0], Math.round(next * 1000) / 1000));
+        if (name === "top_p" && next <= 0) { next = step; }
+        input.value = String(next);
+        ev.preventDefault();
+        input.dispatchEvent(new Event("input"));
+      });
+    });
+    ui.layer.addEventListener("change", function () { showAttention().catch(report); });
+    ui.head.addEventListener("change", function () { showAttention().catch(report); });
+    ui.generate.addEventListener("click", function () { generate().catch(report); });
+    function report(err) { say(fill(M.failed, { error: err && err.message ? err.message : String(err) })); }
+    say("The model loads when you first use the lab (about " + "4 MB, once).");
+    return lab;
+  }
+
+  function init() {
+    Array.prototype.forEach.call(document.querySelectorAll(".tinytf-lab"), function (root) {
+      if (!root.tinytfLab) { Lab(root); }
+    });
+  }
+  window.tinytfLabTools = { nextProbs: nextProbs, mulberry32: mulberry32, pick: pick };
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", init); } else { init(); }
+})();
