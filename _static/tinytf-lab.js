@@ -220,7 +220,7 @@
     root.appendChild(ui.message);
     // the distribution
     ui.table = el("table", { "class": "tinytf-lab-table", id: id + "-dist" });
-    ui.caption = el("caption", {}, "The next byte: top " + state.top + " after the prompt");
+    ui.caption = el("caption", {}, "");
     ui.table.appendChild(ui.caption);
     var head = el("thead"), tr = el("tr");
     ["Rank", "Byte", "Probability"].forEach(function (h) { tr.appendChild(el("th", { scope: "col" }, h)); });
@@ -284,7 +284,7 @@
         lab.loaded = true;
         ui.progress.hidden = true;
         say(fill(M.ready, { model: lab.entry.key }));
-        return update();
+        return update().then(function () { lab.ready = true; });
       }).catch(function (err) {
         ui.progress.hidden = true;
         if (String(err.message) !== "file://") { say(fill(M.failed, { error: err.message })); }
@@ -347,7 +347,9 @@
       lab.probs = nextProbs(lab.outputs.logits.data, lab.settings);
       var order = Array.from(lab.probs.keys()).sort(function (a, b) { return lab.probs[b] - lab.probs[a] || a - b; });
       ui.tbody.textContent = "";
-      order.slice(0, state.top).forEach(function (b, r) {
+      var kept = order.filter(function (b) { return lab.probs[b] > 0; });
+      ui.caption.textContent = fill(M.caption, { shown: Math.min(kept.length, state.top), kept: kept.length });
+      kept.slice(0, state.top).forEach(function (b, r) {
         var p = lab.probs[b], tr = el("tr");
         tr.appendChild(el("td", {}, String(r + 1)));
         tr.appendChild(el("td", {}, byteName(lab.manifest.byte_labels, b)));
@@ -355,7 +357,7 @@
         var bar = el("span", { "class": "tinytf-lab-bar", "aria-hidden": "true" });
         bar.style.width = (100 * p).toFixed(1) + "%";
         cell.appendChild(bar);
-        cell.appendChild(el("span", { "class": "tinytf-lab-p" }, (100 * p).toFixed(p < 0.001 && p > 0 ? 3 : 1) + "%"));
+        cell.appendChild(el("span", { "class": "tinytf-lab-p" }, (100 * p).toFixed(p < 0.001 ? 3 : 1) + "%"));
         tr.appendChild(cell);
         ui.tbody.appendChild(tr);
       });
@@ -368,7 +370,20 @@
       lab.spec = spec;
       return plotly().then(function () {
         var core = window.tinytfFigures || window.tinytfCore;
-        return ui.figure._tinytf ? core.update(ui.figure, spec) : core.draw(ui.figure, spec);
+        if (ui.figure._tinytf) { return core.update(ui.figure, spec); }
+        var drawn = core.draw(ui.figure, spec);
+        // the theme can change the column's width after the window's last resize event (its sidebars
+        // settle later): redraw when the figure's box and the drawn width disagree
+        if (window.ResizeObserver) {
+          var pending = null;
+          new ResizeObserver(function () {
+            var rec = ui.figure._tinytf;
+            if (!rec || !rec.box.clientWidth || Math.abs(rec.width - Math.max(rec.box.clientWidth, 200)) < 2) { return; }
+            clearTimeout(pending);
+            pending = setTimeout(function () { core.update(ui.figure, lab.spec); }, 160);
+          }).observe(ui.figure._tinytf.box);
+        }
+        return drawn;
       });
     }
     var update = function () {
