@@ -267,6 +267,7 @@
       if (started) { return started; }
       if (location.protocol === "file:") { say(M.file); return Promise.reject(new Error("file://")); }
       ui.progress.hidden = false;
+      var t0 = performance.now();
       started = manifest().then(function (man) {
         lab.manifest = man;
         var cfg = man.config;
@@ -284,7 +285,9 @@
         lab.loaded = true;
         ui.progress.hidden = true;
         say(fill(M.ready, { model: lab.entry.key }));
-        return update().then(function () { lab.ready = true; });
+        return update().then(function () { return lab.drawn; }).then(function () {
+          lab.ready = true; lab.loadMs = performance.now() - t0;
+        });
       }).catch(function (err) {
         ui.progress.hidden = true;
         if (String(err.message) !== "file://") { say(fill(M.failed, { error: err.message })); }
@@ -392,10 +395,19 @@
       if (!tok) { lab.outputs = null; ui.tbody.textContent = ""; return Promise.resolve(); }
       lab.ids = tok.ids; lab.labels = tok.labels;
       ui.output.textContent = ui.prompt.value;
+      var t0 = performance.now(), t1;
       return run(tok.ids).then(function (out) {
+        t1 = performance.now();
         lab.outputs = out;
         showDistribution();
-        return showAttention();
+        lab.times = { model: t1 - t0, table: performance.now() - t1 };  // ms, the last update
+        // the figure follows in its own queue: typing never waits for a drawing (the latest prompt wins)
+        // (after the next paint, so the table is on screen first)
+        if (!lab.drawQueue) { lab.drawQueue = window.tinytfCore.queue(showAttention); }
+        lab.drawn = new Promise(function (resolve) {
+          requestAnimationFrame(function () { setTimeout(resolve, 0); });
+        }).then(function () { return lab.drawQueue(); });
+        lab.drawn.catch(report);
       });
     };
     var queued = null;
@@ -419,13 +431,14 @@
         var draw = mulberry32(s.seed), ids = tok.ids.slice(), newBytes = [], refill = null;
         var decoder = new TextDecoder("utf-8"), t0 = performance.now();
         var prefix = ui.prompt.value;
-        lab.busy = true; lab.stop = false; lab.generated = newBytes;
+        lab.busy = true; lab.stop = false; lab.generated = newBytes; lab.stepTimes = [];
         ui.generate.textContent = "Stop";
         function show() { ui.output.textContent = prefix + decoder.decode(new Uint8Array(newBytes)); }
         function step(out) {
           var probs = nextProbs(out.logits.data, s);
           var b = s.temperature === 0 ? argmax(out.logits.data) : pick(probs, draw());
           newBytes.push(b); ids.push(b);
+          lab.stepTimes.push(performance.now() - t0);  // ms from the start to each byte written
           show();
           say(fill(M.generating, { i: newBytes.length, n: n }));
           if (newBytes.length >= n || lab.stop) { return null; }
@@ -458,7 +471,11 @@
     // ---- wiring: the first interaction loads the model
     root.addEventListener("focusin", function () { start().catch(function () {}); });
     root.addEventListener("pointerdown", function () { start().catch(function () {}); });
-    ui.prompt.addEventListener("input", function () { if (!lab.busy) { refresh().catch(report); } });
+    ui.prompt.addEventListener("input", function () {
+      if (lab.busy) { return; }
+      lab.pending = refresh();  // resolves when the page shows this text (a test or the bench waits for it)
+      lab.pending.catch(report);
+    });
     Object.keys(ui.settings).forEach(function (name) {
       var input = ui.settings[name];
       input.addEventListener("input", function () {

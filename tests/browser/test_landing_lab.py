@@ -70,7 +70,8 @@ def _prompt(page, text: str) -> None:
     page.locator(f"{LAB} textarea").fill(text)
     page.wait_for_function(READY, timeout=60_000)
     # the queue runs the latest request after the one under way: its promise resolves when the last is done
-    page.evaluate(f"() => document.querySelector('{LAB}').tinytfLab.refresh().then(() => true)")
+    page.evaluate(f"""() => {{ const l = document.querySelector('{LAB}').tinytfLab;
+        return l.refresh().then(() => l.drawn).then(() => true); }}""")
 
 
 def _settings(page, temperature, top_k, top_p) -> None:
