@@ -20,6 +20,8 @@
   var LAB_DIR = STATIC + "lab/";
   var ORT_DIR = STATIC + "ort/";
   var serial = 0;
+  // what each view of the lab shows ("all": everything); chapters embed the view they teach
+  var VIEWS = { sampling: ["sampling", "generate"], parts: ["snapshots", "ablation", "lens", "attention"] };
 
   // ------------------------------------------------------------------ loaders (once per page)
   var loading = {};
@@ -236,13 +238,14 @@
     ui.output = el("pre", { "class": "tinytf-lab-output", id: id + "-output", "aria-labelledby": id + "-out-label",
                             tabindex: "0" });
     root.appendChild(ui.output);
-    // the attention map
-    var attn = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": "Attention map" });
-    ui.layer = field(attn, id + "-layer", "Layer", select(id + "-layer", [], d.layer));
-    ui.head = field(attn, id + "-head", "Head", select(id + "-head", [], d.head));
-    root.appendChild(attn);
-    ui.figure = el("div", { "class": "tinytf-lab-figure", id: id + "-attn" });
-    root.appendChild(ui.figure);
+    // filled once lab.json is loaded (they need the model's layers and heads): the snapshot chooser, the head
+    // switches, the logit lens and the attention map
+    ui.modelBox = el("div", { "class": "tinytf-lab-row" });
+    form.insertBefore(ui.modelBox, row);
+    ui.ablateBox = el("div", { "class": "tinytf-lab-section" });
+    ui.lensBox = el("div", { "class": "tinytf-lab-section" });
+    ui.attnBox = el("div", { "class": "tinytf-lab-section" });
+    [ui.ablateBox, ui.lensBox, ui.attnBox].forEach(function (b) { root.appendChild(b); });
     return ui;
   }
 
@@ -260,7 +263,8 @@
     function say(text) { ui.status.textContent = text; }
     function showMessages() {
       ui.message.textContent = "";
-      var all = (lab.inputMessages || []).concat(Object.keys(lab.errors).map(function (k) { return lab.errors[k]; }));
+      var extra = lab.headsOff ? [fill(M.ablated, { k: lab.headsOff, total: lab.mask.length })] : [];
+      var all = (lab.inputMessages || []).concat(extra).concat(Object.keys(lab.errors).map(function (k) { return lab.errors[k]; }));
       all.forEach(function (m) { ui.message.appendChild(el("p", {}, m)); });
     }
     function start() {
@@ -268,23 +272,13 @@
       if (location.protocol === "file:") { say(M.file); return Promise.reject(new Error("file://")); }
       ui.progress.hidden = false;
       var t0 = performance.now();
+      plotly().catch(function () {});  // fetched and parsed while the runtime compiles
       started = manifest().then(function (man) {
         lab.manifest = man;
-        var cfg = man.config;
-        for (var l = 0; l < cfg.n_layers; l++) { ui.layer.appendChild(el("option", { value: String(l) }, String(l))); }
-        for (var h = 0; h < cfg.n_heads; h++) { ui.head.appendChild(el("option", { value: String(h) }, String(h))); }
-        ui.layer.value = String(state.defaults.layer); ui.head.value = String(state.defaults.head);
-        lab.entry = man.models.filter(function (m) { return m.key === state.defaults.model; })[0];
-        var total = (lab.entry.bytes / 1e6).toFixed(1);
-        return session(lab.entry, function (done) {
-          ui.progress.value = done / lab.entry.bytes;
-          say(fill(M.loading, { done: (done / 1e6).toFixed(1), total: total }));
-        });
-      }).then(function (sess) {
-        lab.session = sess;
+        buildModelControls(man);
+        return load(state.defaults.model);
+      }).then(function () {
         lab.loaded = true;
-        ui.progress.hidden = true;
-        say(fill(M.ready, { model: lab.entry.key }));
         return update().then(function () { return lab.drawn; }).then(function () {
           lab.ready = true; lab.loadMs = performance.now() - t0;
         });
@@ -295,6 +289,96 @@
         throw err;
       });
       return started;
+    }
+
+    // ---- the controls that need the model's shape: snapshot, head switches, lens, attention
+    function buildModelControls(man) {
+      var cfg = man.config, id = ui.id, d = state.defaults;
+      lab.mask = new Float32Array(cfg.n_layers * cfg.n_heads).fill(1);
+      if (has("snapshots")) {
+        ui.model = field(ui.modelBox, id + "-model", "Model (text-4l during its training)",
+                         select(id + "-model", man.models.map(function (m) { return [m.key, m.label]; }), d.model));
+        ui.model.addEventListener("change", function () {
+          if (lab.busy) { ui.model.value = lab.entry.key; return; }  // not while generating
+          load(ui.model.value).then(function () { return refresh(); }).catch(report);
+        });
+      }
+      if (has("ablation")) {
+        var fs = el("fieldset", { "class": "tinytf-lab-heads" });
+        fs.appendChild(el("legend", {}, "Heads switched on (uncheck a head to remove its output before W_o)"));
+        ui.heads = [];
+        for (var l = 0; l < cfg.n_layers; l++) {
+          var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": "Layer " + l });
+          line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, "Layer " + l));
+          for (var h = 0; h < cfg.n_heads; h++) {
+            var box = el("input", { type: "checkbox", id: id + "-head-" + l + "-" + h, "data-layer": String(l),
+                                    "data-head": String(h) });
+            box.checked = true;
+            var lab1 = el("label", { "for": box.id, "class": "tinytf-lab-check" });
+            lab1.appendChild(box);
+            lab1.appendChild(el("span", { "aria-label": "layer " + l + " head " + h }, "h" + h));
+            line.appendChild(lab1);
+            ui.heads.push(box);
+            box.addEventListener("change", onHeads);
+          }
+          fs.appendChild(line);
+        }
+        ui.allOn = el("button", { type: "button", "class": "tinytf-lab-button tinytf-lab-secondary", id: id + "-all-on" },
+                      "Switch every head on");
+        ui.allOn.addEventListener("click", function () {
+          ui.heads.forEach(function (b) { b.checked = true; });
+          onHeads();
+        });
+        fs.appendChild(ui.allOn);
+        ui.ablateBox.appendChild(fs);
+      }
+      if (has("lens")) {
+        ui.lensBox.appendChild(el("p", { "class": "tinytf-lab-label", id: id + "-lens-label" },
+          "Logit lens: the next-byte guess after each block, for every position of the prompt (the model's own " +
+          "final norm and LM head applied to the stream leaving each block)"));
+        ui.lens = el("table", { "class": "tinytf-lab-table tinytf-lab-lens", id: id + "-lens" });
+        ui.lens.appendChild(el("caption", {}, "Guess (and its probability) after each block; the last row is the byte that really comes next"));
+        var lensBox = el("div", { "class": "tinytf-lab-tablebox", tabindex: "0", role: "region",
+                                  "aria-labelledby": id + "-lens-label" });
+        lensBox.appendChild(ui.lens);
+        ui.lensBox.appendChild(lensBox);
+      }
+      if (has("attention")) {
+        var attn = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": "Attention map" });
+        var opts = function (n) { return Array.from({ length: n }, function (_, i) { return [i, String(i)]; }); };
+        ui.layer = field(attn, id + "-layer", "Layer", select(id + "-layer", opts(cfg.n_layers), d.layer));
+        ui.head = field(attn, id + "-head", "Head", select(id + "-head", opts(cfg.n_heads), d.head));
+        ui.attnBox.appendChild(attn);
+        ui.figure = el("div", { "class": "tinytf-lab-figure", id: id + "-attn" });
+        ui.attnBox.appendChild(ui.figure);
+        ui.layer.addEventListener("change", function () { showAttention().catch(report); });
+        ui.head.addEventListener("change", function () { showAttention().catch(report); });
+      }
+    }
+    function has(part) { return state.view === "all" || (VIEWS[state.view] || []).indexOf(part) !== -1; }
+    function onHeads() {
+      var cfg = lab.manifest.config, off = 0;
+      ui.heads.forEach(function (b) {
+        var v = b.checked ? 1 : 0;
+        lab.mask[+b.dataset.layer * cfg.n_heads + +b.dataset.head] = v;
+        off += 1 - v;
+      });
+      lab.headsOff = off;
+      if (lab.loaded && !lab.busy) { lab.pending = refresh(); lab.pending.catch(report); }
+    }
+    // the model of `key` (a snapshot), loaded once per page with the progress bar
+    function load(key) {
+      var entry = lab.manifest.models.filter(function (m) { return m.key === key; })[0];
+      var total = (entry.bytes / 1e6).toFixed(1);
+      ui.progress.hidden = false;
+      return session(entry, function (done) {
+        ui.progress.value = done / entry.bytes;
+        say(fill(M.loading, { done: (done / 1e6).toFixed(1), total: total }));
+      }).then(function (sess) {
+        lab.session = sess; lab.entry = entry;
+        ui.progress.hidden = true;
+        say(fill(M.ready, { model: entry.label }));
+      }, function (err) { ui.progress.hidden = true; throw err; });
     }
 
     // ---- input: the prompt's bytes, or why not
@@ -333,7 +417,7 @@
     // ---- the model
     function feeds(ids, pastK, pastV) {
       var ort = window.ort, cfg = lab.manifest.config;
-      var mask = new Float32Array(cfg.n_layers * cfg.n_heads).fill(1);
+      var mask = lab.mask;
       var empty = [cfg.n_layers, cfg.n_kv_heads, 0, cfg.d_head];
       return {
         ids: new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
@@ -365,8 +449,35 @@
         ui.tbody.appendChild(tr);
       });
     }
+    function showLens() {
+      if (!ui.lens || !lab.outputs) { return; }
+      var lens = lab.outputs.lens, L = lens.dims[0], T = lens.dims[1], V = lens.dims[2], names = lab.manifest.byte_labels;
+      lab.lensTop = [];
+      var t0 = document.createElement("tbody"), headRow = el("tr");
+      headRow.appendChild(el("th", { scope: "col" }, "after the byte"));
+      lab.labels.forEach(function (lb, t) { headRow.appendChild(el("th", { scope: "col" }, t + ": " + lb)); });
+      var thead = el("thead"); thead.appendChild(headRow);
+      for (var l = 0; l < L; l++) {
+        var tr = el("tr"), tops = [];
+        tr.appendChild(el("th", { scope: "row" }, "block " + l));
+        for (var t = 0; t < T; t++) {
+          var p = softmax(lens.data.subarray((l * T + t) * V, (l * T + t + 1) * V)), b = argmax(p);
+          tops.push([b, p[b]]);
+          tr.appendChild(el("td", {}, byteName(names, b) + " " + (100 * p[b]).toFixed(0) + "%"));
+        }
+        lab.lensTop.push(tops);
+        t0.appendChild(tr);
+      }
+      var truth = el("tr");
+      truth.appendChild(el("th", { scope: "row" }, "really next"));
+      for (var u = 0; u < T; u++) { truth.appendChild(el("td", {}, u + 1 < T ? byteName(names, lab.ids[u + 1]) : "?")); }
+      t0.appendChild(truth);
+      var cap = ui.lens.querySelector("caption");
+      ui.lens.textContent = "";
+      ui.lens.appendChild(cap); ui.lens.appendChild(thead); ui.lens.appendChild(t0);
+    }
     function showAttention() {
-      if (!lab.outputs) { return Promise.resolve(); }
+      if (!lab.outputs || !ui.figure) { return Promise.resolve(); }
       var tpl = lab.manifest.attention[ui.layer.value + "-" + ui.head.value];
       var a = lab.outputs.attn;
       var spec = window.tinytfBind.apply(tpl, { attn: { dims: a.dims, data: a.data } }, lab.labels);
@@ -400,6 +511,7 @@
         t1 = performance.now();
         lab.outputs = out;
         showDistribution();
+        showLens();
         lab.times = { model: t1 - t0, table: performance.now() - t1 };  // ms, the last update
         // the figure follows in its own queue: typing never waits for a drawing (the latest prompt wins)
         // (after the next paint, so the table is on screen first)
@@ -495,8 +607,6 @@
         input.dispatchEvent(new Event("input"));
       });
     });
-    ui.layer.addEventListener("change", function () { showAttention().catch(report); });
-    ui.head.addEventListener("change", function () { showAttention().catch(report); });
     ui.generate.addEventListener("click", function () { generate().catch(report); });
     function report(err) { say(fill(M.failed, { error: err && err.message ? err.message : String(err) })); }
     say("The model loads when you first use the lab (about " + "4 MB, once).");

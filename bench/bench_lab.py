@@ -98,7 +98,7 @@ def run(n_keys: int) -> dict:
             for name, value in (("temperature", "0.8"), ("top_k", "40"), ("top_p", "0.95"), ("seed", "1"),
                                 ("n_bytes", "127")):
                 page.locator(f"{L} [id$='-{name}']").fill(value)
-            page.locator(f"{L} .tinytf-lab-button").click()
+            page.locator(f"{L} [id$='-generate']").click()
             page.wait_for_function(f"() => {{ const l = document.querySelector('{L}').tinytfLab; "
                                    "return !l.busy && l.generated.length === 127; }", timeout=120_000)
             steps = page.evaluate(f"() => document.querySelector('{L}').tinytfLab.stepTimes")

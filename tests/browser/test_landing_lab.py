@@ -94,7 +94,7 @@ def test_nothing_loads_before_use_and_the_first_load_is_light(page):
     raw, gz = _weight(files)
     print(f"intro.html: first load {raw / 1e6:.2f} MB ({gz / 1e6:.2f} MB gzip)")
     assert raw <= MAX_FIRST_LOAD
-    for name in ("prompt", "temperature", "top_k", "top_p", "seed", "n_bytes", "layer", "head"):
+    for name in ("prompt", "temperature", "top_k", "top_p", "seed", "n_bytes"):
         label = page.locator(f"{LAB} label[for$='-{name}']")
         assert label.count() == 1 and label.text_content().strip(), name  # every control is named
 
@@ -103,10 +103,13 @@ def test_first_use_loads_the_model_with_progress(page):
     page.locator(f"{LAB} textarea").focus()
     page.wait_for_function(READY, timeout=60_000)
     assert any(u.endswith("/_static/lab/text-4l.onnx") for u in page.loaded)
-    assert "text-4l is loaded" in page.locator(f"{LAB} .tinytf-lab-status").text_content()
+    assert "Loaded: text-4l, fully trained" in page.locator(f"{LAB} .tinytf-lab-status").text_content()
     assert page.locator(f"{LAB} progress").is_hidden()
-    assert page.locator(f"{LAB} .tinytf-lab-table tbody tr").count() == 10
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() == 10
     assert page.locator(f"{LAB} .tinytf-lab-figure .main-svg").count() >= 1
+    for name in ("model", "layer", "head", "head-0-0", "head-3-5"):  # built once the model's shape is known
+        label = page.locator(f"{LAB} label[for$='-{name}']")
+        assert label.count() == 1 and label.text_content().strip(), name
 
 
 @pytest.mark.parametrize("text", [ASCII, CHINESE, LONG], ids=["ascii", "chinese", "500-bytes"])
@@ -122,7 +125,7 @@ def test_probabilities_equal_python(page, model, text):
         want = next_token_probs(logits[None], t, k, p)[0].double().numpy()
         assert np.abs(got - want).max() < TOL, (t, k, p)
         assert (got > 0).sum() == (want > 0).sum(), (t, k, p)  # the same bytes kept by top-k / top-p
-    shown = page.locator(f"{LAB} .tinytf-lab-table tbody tr td:nth-child(3)").all_text_contents()
+    shown = page.locator(f"{LAB} table[id$='-dist'] tbody tr td:nth-child(3)").all_text_contents()
     top = [q for q in np.sort(want)[::-1][:10] if q > 0]
     assert [s.strip() for s in shown] == [f"{100 * q:.1f}%" if q >= 0.001 else f"{100 * q:.3f}%" for q in top]
     _settings(page, 0.8, 40, 0.95)
@@ -146,7 +149,7 @@ def test_attention_map_is_pythons_figure(page, model, layer, head):
 
 
 def _generate(page) -> list:
-    page.locator(f"{LAB} .tinytf-lab-button").click()
+    page.locator(f"{LAB} [id$='-generate']").click()
     page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
                            "return !l.busy && l.generated.length > 0; }", timeout=120_000)
     return _lab(page, "l.generated.slice()")
@@ -190,13 +193,13 @@ def test_bad_input_gets_a_message_and_breaks_nothing(page):
     _loaded(page)
     page.locator(f"{LAB} textarea").fill("")
     page.wait_for_function(f"() => document.querySelector('{LAB} .tinytf-lab-message').textContent.includes('empty')")
-    assert page.locator(f"{LAB} .tinytf-lab-table tbody tr").count() == 0
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() == 0
     _prompt(page, "表情 🙂 ok")
     assert "each CJK character is 3 bytes" in _messages(page) and "🙂" in _messages(page)
     pasted = ("All work and no play makes a dull model. " * 250)[:10_000]
     _prompt(page, pasted)
     assert "Your text is 10000 bytes long" in _messages(page) and "the first 9872 were cut" in _messages(page)
-    assert page.locator(f"{LAB} .tinytf-lab-table tbody tr").count() >= 1  # the model still runs (on the last 128)
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() >= 1  # the model still runs (on the last 128)
     for name, bad, words in [("temperature", "-1", "from 0 to 5"), ("temperature", "abc", "from 0 to 5"),
                              ("top_k", "0", "from 1 to 256"), ("top_k", "2.5", "whole number"),
                              ("top_p", "0", "above 0"), ("top_p", "1.5", "at most 1"),
@@ -231,7 +234,7 @@ def test_every_control_works_from_the_keyboard(page):
     page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.spec.layout.title.text"
                            f".includes('Layer 2,')")
     _box(page, "n_bytes").fill("8")
-    page.locator(f"{LAB} .tinytf-lab-button").focus()
+    page.locator(f"{LAB} [id$='-generate']").focus()
     page.keyboard.press("Enter")
     page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
                            "return !l.busy && l.generated.length === 8; }", timeout=60_000)
@@ -264,3 +267,81 @@ def test_no_console_error_and_nothing_from_another_host(page):
     page.wait_for_timeout(100)
     assert page.errors == []
     assert page.remote == []
+
+
+# ------------------------------------------------------------------ stage 2: heads, lens, snapshots
+def _heads(page, off: list) -> None:
+    """Switch exactly the heads in ``off`` off, as a reader clicks them, and wait for the model's run."""
+    page.locator(f"{LAB} [id$='-all-on']").click()
+    for layer, head in off:
+        page.locator(f"{LAB} input[id$='-head-{layer}-{head}']").click()
+    page.evaluate(f"""() => {{ const l = document.querySelector('{LAB}').tinytfLab;
+        return l.refresh().then(() => l.drawn).then(() => true); }}""")
+
+
+@pytest.mark.parametrize("text", [ASCII, CHINESE, LONG], ids=["ascii", "chinese", "500-bytes"])
+def test_ablated_probabilities_and_lens_equal_python(page, model, text):
+    _loaded(page)
+    _prompt(page, text)
+    off = [(0, 1), (2, 3), (3, 0), (3, 5)]
+    _heads(page, off)
+    mask = lab.full_mask(model)
+    for layer, head in off:
+        mask[layer, head] = 0
+    ids = list(text.encode("utf-8"))[-128:]
+    out = lab.run_lab(model, ids, mask)
+    for t, k, p in SETTINGS[:2]:
+        _settings(page, t, k, p)
+        got = np.array(_lab(page, "Array.from(l.probs)"))
+        want = next_token_probs(out["logits"][None], t, k, p)[0].double().numpy()
+        assert np.abs(got - want).max() < TOL, (t, k, p)
+    intact = next_token_probs(lab.run_lab(model, ids)["logits"][None], 1.0)[0].double().numpy()
+    assert np.abs(got - intact).max() > 1e-3  # switching the heads off changed the distribution
+    assert "4 of 24 heads switched off" in _messages(page)
+    probs = torch.softmax(out["lens"], -1)  # [L, T, V]: the lens after each block, the heads switched off
+    tops = _lab(page, "l.lensTop")
+    assert np.array([[b for b, _ in row] for row in tops]).tolist() == probs.argmax(-1).tolist()
+    assert np.abs(np.array([[q for _, q in row] for row in tops]) - probs.max(-1).values.numpy()).max() < TOL
+    cells = page.locator(f"{LAB} .tinytf-lab-lens tbody tr").count()
+    assert cells == 5  # four blocks and the true next byte
+    _settings(page, 0.8, 40, 0.95)
+    _heads(page, [])
+    assert "heads switched off" not in _messages(page)
+
+
+def test_ablation_changes_the_generated_text(page, model):
+    _loaded(page)
+    _prompt(page, ASCII)
+    _settings(page, 0, None, None)
+    _box(page, "n_bytes").fill("24")
+    intact = _generate(page)
+    _heads(page, [(0, h) for h in range(6)])  # every head of block 0 off
+    ablated = _generate(page)
+    mask = lab.full_mask(model)
+    mask[0] = 0
+    assert ablated == lab.sample_text(model, ASCII, 24, temperature=0, head_mask=mask)
+    assert intact == lab.sample_text(model, ASCII, 24, temperature=0)
+    assert ablated != intact
+    _heads(page, [])
+    _settings(page, 0.8, 40, 0.95)
+    _box(page, "n_bytes").fill("64")
+
+
+@pytest.mark.parametrize("key", ["text-4l@step0", "text-4l@step90", "text-4l@step360", "text-4l@step900"])
+def test_each_snapshot_gives_pythons_probabilities(page, key):
+    _loaded(page)
+    _prompt(page, ASCII)
+    page.locator(f"{LAB} select[id$='-model']").select_option(key)
+    page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.entry.key === {key!r}", timeout=60_000)
+    page.evaluate(f"""() => {{ const l = document.querySelector('{LAB}').tinytfLab;
+        return l.refresh().then(() => l.drawn).then(() => true); }}""")
+    _settings(page, 1.0, None, None)
+    snap = tinytf.pretrained(key)
+    want = next_token_probs(lab.run_lab(snap, list(ASCII.encode()))["logits"][None], 1.0)[0].double().numpy()
+    got = np.array(_lab(page, "Array.from(l.probs)"))
+    assert np.abs(got - want).max() < TOL
+    assert any(u.endswith("/_static/lab/" + lab.file_name(key)) for u in page.loaded)
+    page.locator(f"{LAB} select[id$='-model']").select_option("text-4l")
+    page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.entry.key === 'text-4l'")
+    page.evaluate(f"() => document.querySelector('{LAB}').tinytfLab.refresh().then(() => true)")
+    _settings(page, 0.8, 40, 0.95)

@@ -254,7 +254,7 @@ MESSAGES = {
              "http://localhost:8000/"),
     "failed": "The model could not be loaded ({error}). Reload the page to try again.",
     "loading": "Loading the model ({done} of {total} MB)…",
-    "ready": "{model} is loaded: it runs in your browser, nothing is sent anywhere.",
+    "ready": "Loaded: {model}. It runs in your browser; nothing is sent anywhere.",
     "generating": "Writing byte {i} of {n}…",
     "generated": "Wrote {n} bytes in {seconds} s ({rate} bytes/s).",
     "refill": " From byte {at} on, the context was full: each step reads the last {max} bytes afresh.",
