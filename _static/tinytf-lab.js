@@ -609,7 +609,7 @@
     });
     ui.generate.addEventListener("click", function () { generate().catch(report); });
     function report(err) { say(fill(M.failed, { error: err && err.message ? err.message : String(err) })); }
-    say("The model loads when you first use the lab (about " + "4 MB, once).");
+    say(M.idle);
     return lab;
   }
 

@@ -63,3 +63,13 @@ def test_page_state_and_limits_agree():
     for name, (low, high, whole, may_be_empty) in state["limits"].items():
         d = state["defaults"][name]
         assert low <= d <= high and (not whole or d == int(d)), name
+
+
+@pytest.mark.parametrize("chapter,view", [("11_generation_kv_cache", "sampling"), ("12_misconceptions", "parts")])
+def test_chapters_embed_the_lab_with_their_view(chapter, view):
+    import json
+
+    nb = json.loads((ROOT / "chapters" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+    found = [c for c in nb["cells"] if c["cell_type"] == "markdown" and 'class="tinytf-lab"' in "".join(c["source"])]
+    assert len(found) == 1
+    assert lab.lab_html(view) in "".join(found[0]["source"])

@@ -259,6 +259,7 @@ MESSAGES = {
     "generated": "Wrote {n} bytes in {seconds} s ({rate} bytes/s).",
     "refill": " From byte {at} on, the context was full: each step reads the last {max} bytes afresh.",
     "ablated": "{k} of {total} heads switched off.",
+    "idle": "The model (3.9 MB) and its runtime (14 MB) load when you first use the lab, once.",
     "caption": "The next byte after the prompt: the {shown} most likely of the {kept} bytes the sampler can draw",
 }
 NAMES = {"temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p", "seed": "Seed", "n_bytes": "Bytes to write"}
