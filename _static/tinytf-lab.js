@@ -250,367 +250,382 @@
   }
 
   // ------------------------------------------------------------------ one lab
+  // Every function below takes the lab (its state, controls and model outputs) as its first argument.
   function Lab(root) {
     var state = JSON.parse(root.getAttribute("data-lab"));
-    var ui = build(root, state);
-    var lab = { state: state, ui: ui, settings: {}, outputs: null, ids: [], labels: [], probs: null,
-                generated: [], busy: false, loaded: false, errors: {} };
+    var lab = { root: root, state: state, M: state.messages, ui: build(root, state), settings: {}, outputs: null,
+                ids: [], labels: [], probs: null, generated: [], busy: false, loaded: false, errors: {}, started: null };
     Object.keys(state.limits).forEach(function (k) { lab.settings[k] = state.defaults[k]; });
+    lab.run = function (ids, pastK, pastV) { return run(lab, ids, pastK, pastV); };
+    lab.refresh = function () { return refresh(lab); };
+    lab.generate = function () { return generate(lab); };
     root.tinytfLab = lab;
-    var M = state.messages;
-    var started = null;
-
-    function say(text) { ui.status.textContent = text; }
-    function showMessages() {
-      ui.message.textContent = "";
-      var extra = lab.headsOff ? [fill(M.ablated, { k: lab.headsOff, total: lab.mask.length })] : [];
-      var all = (lab.inputMessages || []).concat(extra).concat(Object.keys(lab.errors).map(function (k) { return lab.errors[k]; }));
-      all.forEach(function (m) { ui.message.appendChild(el("p", {}, m)); });
-    }
-    function start() {
-      if (started) { return started; }
-      if (location.protocol === "file:") { say(M.file); return Promise.reject(new Error("file://")); }
-      ui.progress.hidden = false;
-      var t0 = performance.now();
-      plotly().catch(function () {});  // fetched and parsed while the runtime compiles
-      started = manifest().then(function (man) {
-        lab.manifest = man;
-        buildModelControls(man);
-        return load(state.defaults.model);
-      }).then(function () {
-        lab.loaded = true;
-        return update().then(function () { return lab.drawn; }).then(function () {
-          lab.ready = true; lab.loadMs = performance.now() - t0;
-        });
-      }).catch(function (err) {
-        ui.progress.hidden = true;
-        if (String(err.message) !== "file://") { say(fill(M.failed, { error: err.message })); }
-        started = null;
-        throw err;
+    wire(lab);
+    say(lab, lab.M.idle);
+    return lab;
+  }
+  function say(lab, text) { lab.ui.status.textContent = text; }
+  function report(lab) {
+    return function (err) { say(lab, fill(lab.M.failed, { error: err && err.message ? err.message : String(err) })); };
+  }
+  function showMessages(lab) {
+    var ui = lab.ui;
+    ui.message.textContent = "";
+    var extra = lab.headsOff ? [fill(lab.M.ablated, { k: lab.headsOff, total: lab.mask.length })] : [];
+    var errors = Object.keys(lab.errors).map(function (k) { return lab.errors[k]; });
+    (lab.inputMessages || []).concat(extra).concat(errors).forEach(function (m) { ui.message.appendChild(el("p", {}, m)); });
+  }
+  function start(lab) {
+    if (lab.started) { return lab.started; }
+    if (location.protocol === "file:") { say(lab, lab.M.file); return Promise.reject(new Error("file://")); }
+    lab.ui.progress.hidden = false;
+    var t0 = performance.now();
+    plotly().catch(function () {});  // fetched and parsed while the runtime compiles
+    lab.started = manifest().then(function (man) {
+      lab.manifest = man;
+      buildModelControls(lab, man);
+      return load(lab, lab.state.defaults.model);
+    }).then(function () {
+      lab.loaded = true;
+      return update(lab).then(function () { return lab.drawn; }).then(function () {
+        lab.ready = true; lab.loadMs = performance.now() - t0;
       });
-      return started;
-    }
+    }).catch(function (err) {
+      lab.ui.progress.hidden = true;
+      if (String(err.message) !== "file://") { say(lab, fill(lab.M.failed, { error: err.message })); }
+      lab.started = null;
+      throw err;
+    });
+    return lab.started;
+  }
 
-    // ---- the controls that need the model's shape: snapshot, head switches, lens, attention
-    function buildModelControls(man) {
-      var cfg = man.config, id = ui.id, d = state.defaults;
-      lab.mask = new Float32Array(cfg.n_layers * cfg.n_heads).fill(1);
-      if (has("snapshots")) {
-        ui.model = field(ui.modelBox, id + "-model", "Model (text-4l during its training)",
-                         select(id + "-model", man.models.map(function (m) { return [m.key, m.label]; }), d.model));
-        ui.model.addEventListener("change", function () {
-          if (lab.busy) { ui.model.value = lab.entry.key; return; }  // not while generating
-          load(ui.model.value).then(function () { return refresh(); }).catch(report);
-        });
-      }
-      if (has("ablation")) {
-        var fs = el("fieldset", { "class": "tinytf-lab-heads" });
-        fs.appendChild(el("legend", {}, "Heads switched on (uncheck a head to remove its output before W_o)"));
-        ui.heads = [];
-        for (var l = 0; l < cfg.n_layers; l++) {
-          var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": "Layer " + l });
-          line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, "Layer " + l));
-          for (var h = 0; h < cfg.n_heads; h++) {
-            var box = el("input", { type: "checkbox", id: id + "-head-" + l + "-" + h, "data-layer": String(l),
-                                    "data-head": String(h) });
-            box.checked = true;
-            var lab1 = el("label", { "for": box.id, "class": "tinytf-lab-check" });
-            lab1.appendChild(box);
-            lab1.appendChild(el("span", { "aria-label": "layer " + l + " head " + h }, "h" + h));
-            line.appendChild(lab1);
-            ui.heads.push(box);
-            box.addEventListener("change", onHeads);
-          }
-          fs.appendChild(line);
-        }
-        ui.allOn = el("button", { type: "button", "class": "tinytf-lab-button tinytf-lab-secondary", id: id + "-all-on" },
-                      "Switch every head on");
-        ui.allOn.addEventListener("click", function () {
-          ui.heads.forEach(function (b) { b.checked = true; });
-          onHeads();
-        });
-        fs.appendChild(ui.allOn);
-        ui.ablateBox.appendChild(fs);
-      }
-      if (has("lens")) {
-        ui.lensBox.appendChild(el("p", { "class": "tinytf-lab-label", id: id + "-lens-label" },
-          "Logit lens: the next-byte guess after each block, for every position of the prompt (the model's own " +
-          "final norm and LM head applied to the stream leaving each block)"));
-        ui.lens = el("table", { "class": "tinytf-lab-table tinytf-lab-lens", id: id + "-lens" });
-        ui.lens.appendChild(el("caption", {}, "Guess (and its probability) after each block; the last row is the byte that really comes next"));
-        var lensBox = el("div", { "class": "tinytf-lab-tablebox", tabindex: "0", role: "region",
-                                  "aria-labelledby": id + "-lens-label" });
-        lensBox.appendChild(ui.lens);
-        ui.lensBox.appendChild(lensBox);
-      }
-      if (has("attention")) {
-        var attn = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": "Attention map" });
-        var opts = function (n) { return Array.from({ length: n }, function (_, i) { return [i, String(i)]; }); };
-        ui.layer = field(attn, id + "-layer", "Layer", select(id + "-layer", opts(cfg.n_layers), d.layer));
-        ui.head = field(attn, id + "-head", "Head", select(id + "-head", opts(cfg.n_heads), d.head));
-        ui.attnBox.appendChild(attn);
-        ui.figure = el("div", { "class": "tinytf-lab-figure", id: id + "-attn" });
-        ui.attnBox.appendChild(ui.figure);
-        ui.layer.addEventListener("change", function () { showAttention().catch(report); });
-        ui.head.addEventListener("change", function () { showAttention().catch(report); });
-      }
-    }
-    function has(part) { return state.view === "all" || (VIEWS[state.view] || []).indexOf(part) !== -1; }
-    function onHeads() {
-      var cfg = lab.manifest.config, off = 0;
-      ui.heads.forEach(function (b) {
-        var v = b.checked ? 1 : 0;
-        lab.mask[+b.dataset.layer * cfg.n_heads + +b.dataset.head] = v;
-        off += 1 - v;
-      });
-      lab.headsOff = off;
-      if (lab.loaded && !lab.busy) { lab.pending = refresh(); lab.pending.catch(report); }
-    }
-    // the model of `key` (a snapshot), loaded once per page with the progress bar
-    function load(key) {
-      var entry = lab.manifest.models.filter(function (m) { return m.key === key; })[0];
-      var total = (entry.bytes / 1e6).toFixed(1);
-      ui.progress.hidden = false;
-      return session(entry, function (done) {
-        ui.progress.value = done / entry.bytes;
-        say(fill(M.loading, { done: (done / 1e6).toFixed(1), total: total }));
-      }).then(function (sess) {
-        lab.session = sess; lab.entry = entry;
-        ui.progress.hidden = true;
-        say(fill(M.ready, { model: entry.label }));
-      }, function (err) { ui.progress.hidden = true; throw err; });
-    }
-
-    // ---- input: the prompt's bytes, or why not
-    function readPrompt() {
-      var text = ui.prompt.value, msgs = [];
-      if (text === "") { lab.inputMessages = [M.empty]; return null; }
-      var tok = window.tinytfBind.tokenize(text, lab.manifest.byte_labels);
-      var max = lab.manifest.config.max_seq_len;
-      var odd = Array.from(new Set(Array.from(text).filter(function (c) { return c.codePointAt(0) > 127; })));
-      if (odd.length) { msgs.push(fill(M.non_ascii, { chars: odd.slice(0, 8).join(" ") + (odd.length > 8 ? " …" : "") })); }
-      if (tok.ids.length > max) {
-        msgs.push(fill(M.cut, { n: tok.ids.length, max: max, cut: tok.ids.length - max }));
-        tok = { ids: tok.ids.slice(-max), labels: tok.labels.slice(-max) };
-      }
-      lab.inputMessages = msgs;
-      return tok;
-    }
-    function readSetting(name) {
-      var lim = state.limits[name], raw = ui.settings[name].value.trim();
-      var value = null, ok;
-      if (raw === "" && lim[3]) { ok = true; }
-      else {
-        value = Number(raw);
-        ok = raw !== "" && isFinite(value) && (!lim[2] || Number.isInteger(value)) && value <= lim[1] &&
-          (name === "top_p" ? value > lim[0] : value >= lim[0]);
-      }
-      if (ok) { delete lab.errors[name]; lab.settings[name] = value; ui.settings[name].removeAttribute("aria-invalid"); }
-      else {
-        var kept = lab.settings[name] === null ? "no limit" : String(lab.settings[name]);
-        lab.errors[name] = fill(M.setting, { name: state.names[name], rule: state.rules[name], value: raw, kept: kept });
-        ui.settings[name].setAttribute("aria-invalid", "true");
-      }
-      return ok;
-    }
-
-    // ---- the model
-    function feeds(ids, pastK, pastV) {
-      var ort = window.ort, cfg = lab.manifest.config;
-      var mask = lab.mask;
-      var empty = [cfg.n_layers, cfg.n_kv_heads, 0, cfg.d_head];
-      return {
-        ids: new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
-        head_mask: new ort.Tensor("float32", mask, [cfg.n_layers, cfg.n_heads]),
-        past_k: pastK || new ort.Tensor("float32", new Float32Array(0), empty),
-        past_v: pastV || new ort.Tensor("float32", new Float32Array(0), empty)
-      };
-    }
-    function run(ids, pastK, pastV) { return lab.session.run(feeds(ids, pastK, pastV)); }
-    lab.run = run;
-
-    function showDistribution() {
-      if (!lab.outputs) { return; }
-      lab.probs = nextProbs(lab.outputs.logits.data, lab.settings);
-      var order = Array.from(lab.probs.keys()).sort(function (a, b) { return lab.probs[b] - lab.probs[a] || a - b; });
-      ui.tbody.textContent = "";
-      var kept = order.filter(function (b) { return lab.probs[b] > 0; });
-      ui.caption.textContent = fill(M.caption, { shown: Math.min(kept.length, state.top), kept: kept.length });
-      kept.slice(0, state.top).forEach(function (b, r) {
-        var p = lab.probs[b], tr = el("tr");
-        tr.appendChild(el("td", {}, String(r + 1)));
-        tr.appendChild(el("td", {}, byteName(lab.manifest.byte_labels, b)));
-        var cell = el("td", { "class": "tinytf-lab-pcell" });
-        var bar = el("span", { "class": "tinytf-lab-bar", "aria-hidden": "true" });
-        bar.style.width = (100 * p).toFixed(1) + "%";
-        cell.appendChild(bar);
-        cell.appendChild(el("span", { "class": "tinytf-lab-p" }, (100 * p).toFixed(p < 0.001 ? 3 : 1) + "%"));
-        tr.appendChild(cell);
-        ui.tbody.appendChild(tr);
+  // ---- the controls that need the model's shape: snapshot, head switches, lens, attention
+  function has(lab, part) { return lab.state.view === "all" || (VIEWS[lab.state.view] || []).indexOf(part) !== -1; }
+  function buildModelControls(lab, man) {
+    var cfg = man.config, ui = lab.ui;
+    lab.mask = new Float32Array(cfg.n_layers * cfg.n_heads).fill(1);
+    if (has(lab, "snapshots")) {
+      ui.model = field(ui.modelBox, ui.id + "-model", "Model (text-4l during its training)",
+                       select(ui.id + "-model", man.models.map(function (m) { return [m.key, m.label]; }),
+                              lab.state.defaults.model));
+      ui.model.addEventListener("change", function () {
+        if (lab.busy) { ui.model.value = lab.entry.key; return; }  // not while generating
+        load(lab, ui.model.value).then(function () { return refresh(lab); }).catch(report(lab));
       });
     }
-    function showLens() {
-      if (!ui.lens || !lab.outputs) { return; }
-      var lens = lab.outputs.lens, L = lens.dims[0], T = lens.dims[1], V = lens.dims[2], names = lab.manifest.byte_labels;
-      lab.lensTop = [];
-      var t0 = document.createElement("tbody"), headRow = el("tr");
-      headRow.appendChild(el("th", { scope: "col" }, "after the byte"));
-      lab.labels.forEach(function (lb, t) { headRow.appendChild(el("th", { scope: "col" }, t + ": " + lb)); });
-      var thead = el("thead"); thead.appendChild(headRow);
-      for (var l = 0; l < L; l++) {
-        var tr = el("tr"), tops = [];
-        tr.appendChild(el("th", { scope: "row" }, "block " + l));
-        for (var t = 0; t < T; t++) {
-          var p = softmax(lens.data.subarray((l * T + t) * V, (l * T + t + 1) * V)), b = argmax(p);
-          tops.push([b, p[b]]);
-          tr.appendChild(el("td", {}, byteName(names, b) + " " + (100 * p[b]).toFixed(0) + "%"));
-        }
-        lab.lensTop.push(tops);
-        t0.appendChild(tr);
+    if (has(lab, "ablation")) { buildHeads(lab, cfg); }
+    if (has(lab, "lens")) { buildLens(lab); }
+    if (has(lab, "attention")) { buildAttention(lab, cfg); }
+  }
+  function buildHeads(lab, cfg) {
+    var ui = lab.ui, fs = el("fieldset", { "class": "tinytf-lab-heads" });
+    fs.appendChild(el("legend", {}, "Heads switched on (uncheck a head to remove its output before W_o)"));
+    ui.heads = [];
+    for (var l = 0; l < cfg.n_layers; l++) {
+      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": "Layer " + l });
+      line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, "Layer " + l));
+      for (var h = 0; h < cfg.n_heads; h++) {
+        var box = el("input", { type: "checkbox", id: ui.id + "-head-" + l + "-" + h, "data-layer": String(l),
+                                "data-head": String(h) });
+        box.checked = true;
+        var label = el("label", { "for": box.id, "class": "tinytf-lab-check" });
+        label.appendChild(box);
+        label.appendChild(el("span", { "aria-label": "layer " + l + " head " + h }, "h" + h));
+        line.appendChild(label);
+        ui.heads.push(box);
+        box.addEventListener("change", function () { onHeads(lab); });
       }
-      var truth = el("tr");
-      truth.appendChild(el("th", { scope: "row" }, "really next"));
-      for (var u = 0; u < T; u++) { truth.appendChild(el("td", {}, u + 1 < T ? byteName(names, lab.ids[u + 1]) : "?")); }
-      t0.appendChild(truth);
-      var cap = ui.lens.querySelector("caption");
-      ui.lens.textContent = "";
-      ui.lens.appendChild(cap); ui.lens.appendChild(thead); ui.lens.appendChild(t0);
+      fs.appendChild(line);
     }
-    function showAttention() {
-      if (!lab.outputs || !ui.figure) { return Promise.resolve(); }
-      var tpl = lab.manifest.attention[ui.layer.value + "-" + ui.head.value];
-      var a = lab.outputs.attn;
-      var spec = window.tinytfBind.apply(tpl, { attn: { dims: a.dims, data: a.data } }, lab.labels);
-      lab.spec = spec;
-      return plotly().then(function () {
-        var core = window.tinytfFigures || window.tinytfCore;
-        if (ui.figure._tinytf) { return core.update(ui.figure, spec); }
-        var drawn = core.draw(ui.figure, spec);
-        // the theme can change the column's width after the window's last resize event (its sidebars
-        // settle later): redraw when the figure's box and the drawn width disagree
-        if (window.ResizeObserver) {
-          var pending = null;
-          new ResizeObserver(function () {
-            var rec = ui.figure._tinytf;
-            if (!rec || !rec.box.clientWidth || Math.abs(rec.width - Math.max(rec.box.clientWidth, 200)) < 2) { return; }
-            clearTimeout(pending);
-            pending = setTimeout(function () { core.update(ui.figure, lab.spec); }, 160);
-          }).observe(ui.figure._tinytf.box);
-        }
-        return drawn;
-      });
+    ui.allOn = el("button", { type: "button", "class": "tinytf-lab-button tinytf-lab-secondary", id: ui.id + "-all-on" },
+                  "Switch every head on");
+    ui.allOn.addEventListener("click", function () {
+      ui.heads.forEach(function (b) { b.checked = true; });
+      onHeads(lab);
+    });
+    fs.appendChild(ui.allOn);
+    ui.ablateBox.appendChild(fs);
+  }
+  function buildLens(lab) {
+    var ui = lab.ui;
+    ui.lensBox.appendChild(el("p", { "class": "tinytf-lab-label", id: ui.id + "-lens-label" },
+      "Logit lens: the next-byte guess after each block, for every position of the prompt (the model's own " +
+      "final norm and LM head applied to the stream leaving each block)"));
+    ui.lens = el("table", { "class": "tinytf-lab-table tinytf-lab-lens", id: ui.id + "-lens" });
+    ui.lens.appendChild(el("caption", {}, "Guess (and its probability) after each block; the last row is the byte " +
+                                         "that really comes next"));
+    var box = el("div", { "class": "tinytf-lab-tablebox", tabindex: "0", role: "region",
+                          "aria-labelledby": ui.id + "-lens-label" });
+    box.appendChild(ui.lens);
+    ui.lensBox.appendChild(box);
+  }
+  function buildAttention(lab, cfg) {
+    var ui = lab.ui, d = lab.state.defaults;
+    var attn = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": "Attention map" });
+    var opts = function (n) { return Array.from({ length: n }, function (_, i) { return [i, String(i)]; }); };
+    ui.layer = field(attn, ui.id + "-layer", "Layer", select(ui.id + "-layer", opts(cfg.n_layers), d.layer));
+    ui.head = field(attn, ui.id + "-head", "Head", select(ui.id + "-head", opts(cfg.n_heads), d.head));
+    ui.attnBox.appendChild(attn);
+    ui.figure = el("div", { "class": "tinytf-lab-figure", id: ui.id + "-attn" });
+    ui.attnBox.appendChild(ui.figure);
+    ui.layer.addEventListener("change", function () { showAttention(lab).catch(report(lab)); });
+    ui.head.addEventListener("change", function () { showAttention(lab).catch(report(lab)); });
+  }
+  function onHeads(lab) {
+    var cfg = lab.manifest.config, off = 0;
+    lab.ui.heads.forEach(function (b) {
+      var v = b.checked ? 1 : 0;
+      lab.mask[+b.dataset.layer * cfg.n_heads + +b.dataset.head] = v;
+      off += 1 - v;
+    });
+    lab.headsOff = off;
+    if (lab.loaded && !lab.busy) { lab.pending = refresh(lab); lab.pending.catch(report(lab)); }
+  }
+  // the model of `key` (a snapshot), loaded once per page with the progress bar
+  function load(lab, key) {
+    var ui = lab.ui, entry = lab.manifest.models.filter(function (m) { return m.key === key; })[0];
+    var total = (entry.bytes / 1e6).toFixed(1);
+    ui.progress.hidden = false;
+    return session(entry, function (done) {
+      ui.progress.value = done / entry.bytes;
+      say(lab, fill(lab.M.loading, { done: (done / 1e6).toFixed(1), total: total }));
+    }).then(function (sess) {
+      lab.session = sess; lab.entry = entry;
+      ui.progress.hidden = true;
+      say(lab, fill(lab.M.ready, { model: entry.label }));
+    }, function (err) { ui.progress.hidden = true; throw err; });
+  }
+
+  // ---- input: the prompt's bytes, or why not
+  function readPrompt(lab) {
+    var M = lab.M, text = lab.ui.prompt.value, msgs = [];
+    if (text === "") { lab.inputMessages = [M.empty]; return null; }
+    var tok = window.tinytfBind.tokenize(text, lab.manifest.byte_labels);
+    var max = lab.manifest.config.max_seq_len;
+    var odd = Array.from(new Set(Array.from(text).filter(function (c) { return c.codePointAt(0) > 127; })));
+    if (odd.length) { msgs.push(fill(M.non_ascii, { chars: odd.slice(0, 8).join(" ") + (odd.length > 8 ? " …" : "") })); }
+    if (tok.ids.length > max) {
+      msgs.push(fill(M.cut, { n: tok.ids.length, max: max, cut: tok.ids.length - max }));
+      tok = { ids: tok.ids.slice(-max), labels: tok.labels.slice(-max) };
     }
-    var update = function () {
-      var tok = readPrompt();
-      showMessages();
-      if (!tok) { lab.outputs = null; ui.tbody.textContent = ""; return Promise.resolve(); }
-      lab.ids = tok.ids; lab.labels = tok.labels;
-      ui.output.textContent = ui.prompt.value;
-      var t0 = performance.now(), t1;
-      return run(tok.ids).then(function (out) {
-        t1 = performance.now();
-        lab.outputs = out;
-        showDistribution();
-        showLens();
-        lab.times = { model: t1 - t0, table: performance.now() - t1 };  // ms, the last update
-        // the figure follows in its own queue: typing never waits for a drawing (the latest prompt wins)
-        // (after the next paint, so the table is on screen first)
-        if (!lab.drawQueue) { lab.drawQueue = window.tinytfCore.queue(showAttention); }
-        lab.drawn = new Promise(function (resolve) {
-          requestAnimationFrame(function () { setTimeout(resolve, 0); });
-        }).then(function () { return lab.drawQueue(); });
-        lab.drawn.catch(report);
-      });
+    lab.inputMessages = msgs;
+    return tok;
+  }
+  function readSetting(lab, name) {
+    var state = lab.state, box = lab.ui.settings[name];
+    var lim = state.limits[name], raw = box.value.trim(), value = null, ok;
+    if (raw === "" && lim[3]) { ok = true; }
+    else {
+      value = Number(raw);
+      ok = raw !== "" && isFinite(value) && (!lim[2] || Number.isInteger(value)) && value <= lim[1] &&
+        (name === "top_p" ? value > lim[0] : value >= lim[0]);
+    }
+    if (ok) { delete lab.errors[name]; lab.settings[name] = value; box.removeAttribute("aria-invalid"); }
+    else {
+      var kept = lab.settings[name] === null ? "no limit" : String(lab.settings[name]);
+      lab.errors[name] = fill(lab.M.setting, { name: state.names[name], rule: state.rules[name], value: raw, kept: kept });
+      box.setAttribute("aria-invalid", "true");
+    }
+    return ok;
+  }
+
+  // ---- the model
+  function feeds(lab, ids, pastK, pastV) {
+    var ort = window.ort, cfg = lab.manifest.config;
+    var empty = [cfg.n_layers, cfg.n_kv_heads, 0, cfg.d_head];
+    return {
+      ids: new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
+      head_mask: new ort.Tensor("float32", lab.mask, [cfg.n_layers, cfg.n_heads]),
+      past_k: pastK || new ort.Tensor("float32", new Float32Array(0), empty),
+      past_v: pastV || new ort.Tensor("float32", new Float32Array(0), empty)
     };
-    var queued = null;
-    function refresh() {
-      if (!lab.loaded) { return start(); }
-      if (!queued) { queued = window.tinytfCore.queue(update); }
-      return queued();
-    }
-    lab.refresh = refresh;
+  }
+  function run(lab, ids, pastK, pastV) { return lab.session.run(feeds(lab, ids, pastK, pastV)); }
 
-    // ---- generation: one run of the prompt, then one byte at a time through the cache
-    function generate() {
-      if (lab.busy) { lab.stop = true; return Promise.resolve(); }
-      return (lab.loaded ? Promise.resolve() : start()).then(function () {
-        ["temperature", "top_k", "top_p", "seed", "n_bytes"].forEach(readSetting);
-        showMessages();
-        var tok = readPrompt();
-        showMessages();
-        if (!tok) { return; }
-        var s = Object.assign({}, lab.settings), n = s.n_bytes, max = lab.manifest.config.max_seq_len;
-        var draw = mulberry32(s.seed), ids = tok.ids.slice(), newBytes = [], refill = null;
-        var decoder = new TextDecoder("utf-8"), t0 = performance.now();
-        var prefix = ui.prompt.value;
-        lab.busy = true; lab.stop = false; lab.generated = newBytes; lab.stepTimes = [];
-        ui.generate.textContent = "Stop";
-        function show() { ui.output.textContent = prefix + decoder.decode(new Uint8Array(newBytes)); }
-        function step(out) {
-          var probs = nextProbs(out.logits.data, s);
-          var b = s.temperature === 0 ? argmax(out.logits.data) : pick(probs, draw());
-          newBytes.push(b); ids.push(b);
-          lab.stepTimes.push(performance.now() - t0);  // ms from the start to each byte written
-          show();
-          say(fill(M.generating, { i: newBytes.length, n: n }));
-          if (newBytes.length >= n || lab.stop) { return null; }
-          if (out.present_k.dims[2] + 1 > max) {
-            if (refill === null) { refill = newBytes.length; }
-            ids = ids.slice(-max);
-            return run(ids);
-          }
-          return run([b], out.present_k, out.present_v);
-        }
-        function loop(out) {
-          var next = step(out);
-          if (!next) { return null; }
-          return next.then(function (o) { return new Promise(function (r) { setTimeout(function () { r(o); }, 0); }); })
-            .then(loop);
-        }
-        return run(ids).then(loop).then(function () {
-          var secs = (performance.now() - t0) / 1000;
-          lab.rate = newBytes.length / secs;
-          say(fill(M.generated, { n: newBytes.length, seconds: secs.toFixed(2), rate: lab.rate.toFixed(0) }) +
-              (refill !== null ? fill(M.refill, { at: refill + 1, max: max }) : ""));
-        }).finally(function () {
-          lab.busy = false;
-          ui.generate.textContent = "Generate";
-        });
+  function showDistribution(lab) {
+    if (!lab.outputs) { return; }
+    var ui = lab.ui, probs = nextProbs(lab.outputs.logits.data, lab.settings);
+    lab.probs = probs;
+    var order = Array.from(probs.keys()).sort(function (a, b) { return probs[b] - probs[a] || a - b; });
+    var kept = order.filter(function (b) { return probs[b] > 0; });
+    ui.tbody.textContent = "";
+    ui.caption.textContent = fill(lab.M.caption, { shown: Math.min(kept.length, lab.state.top), kept: kept.length });
+    kept.slice(0, lab.state.top).forEach(function (b, r) {
+      var p = probs[b], tr = el("tr");
+      tr.appendChild(el("td", {}, String(r + 1)));
+      tr.appendChild(el("td", {}, byteName(lab.manifest.byte_labels, b)));
+      var cell = el("td", { "class": "tinytf-lab-pcell" });
+      var bar = el("span", { "class": "tinytf-lab-bar", "aria-hidden": "true" });
+      bar.style.width = (100 * p).toFixed(1) + "%";
+      cell.appendChild(bar);
+      cell.appendChild(el("span", { "class": "tinytf-lab-p" }, (100 * p).toFixed(p < 0.001 ? 3 : 1) + "%"));
+      tr.appendChild(cell);
+      ui.tbody.appendChild(tr);
+    });
+  }
+  function showLens(lab) {
+    var ui = lab.ui;
+    if (!ui.lens || !lab.outputs) { return; }
+    var lens = lab.outputs.lens, L = lens.dims[0], T = lens.dims[1], V = lens.dims[2], names = lab.manifest.byte_labels;
+    var body = el("tbody"), thead = el("thead"), headRow = el("tr");
+    headRow.appendChild(el("th", { scope: "col" }, "after the byte"));
+    lab.labels.forEach(function (lb, t) { headRow.appendChild(el("th", { scope: "col" }, t + ": " + lb)); });
+    thead.appendChild(headRow);
+    lab.lensTop = [];
+    for (var l = 0; l < L; l++) {
+      var tr = el("tr"), tops = [];
+      tr.appendChild(el("th", { scope: "row" }, "block " + l));
+      for (var t = 0; t < T; t++) {
+        var p = softmax(lens.data.subarray((l * T + t) * V, (l * T + t + 1) * V)), b = argmax(p);
+        tops.push([b, p[b]]);
+        tr.appendChild(el("td", {}, byteName(names, b) + " " + (100 * p[b]).toFixed(0) + "%"));
+      }
+      lab.lensTop.push(tops);
+      body.appendChild(tr);
+    }
+    var truth = el("tr");
+    truth.appendChild(el("th", { scope: "row" }, "really next"));
+    for (var u = 0; u < T; u++) { truth.appendChild(el("td", {}, u + 1 < T ? byteName(names, lab.ids[u + 1]) : "?")); }
+    body.appendChild(truth);
+    var cap = ui.lens.querySelector("caption");
+    ui.lens.textContent = "";
+    ui.lens.appendChild(cap); ui.lens.appendChild(thead); ui.lens.appendChild(body);
+  }
+  function showAttention(lab) {
+    var ui = lab.ui;
+    if (!lab.outputs || !ui.figure) { return Promise.resolve(); }
+    var tpl = lab.manifest.attention[ui.layer.value + "-" + ui.head.value], a = lab.outputs.attn;
+    var spec = window.tinytfBind.apply(tpl, { attn: { dims: a.dims, data: a.data } }, lab.labels);
+    lab.spec = spec;
+    return plotly().then(function () {
+      var core = window.tinytfFigures || window.tinytfCore;
+      if (ui.figure._tinytf) { return core.update(ui.figure, spec); }
+      var drawn = core.draw(ui.figure, spec);
+      watchWidth(lab, core);
+      return drawn;
+    });
+  }
+  // the theme can change the column's width after the window's last resize event (its sidebars settle
+  // later): redraw when the figure's box and the drawn width disagree
+  function watchWidth(lab, core) {
+    if (!window.ResizeObserver) { return; }
+    var fig = lab.ui.figure, pending = null;
+    new ResizeObserver(function () {
+      var rec = fig._tinytf;
+      if (!rec || !rec.box.clientWidth || Math.abs(rec.width - Math.max(rec.box.clientWidth, 200)) < 2) { return; }
+      clearTimeout(pending);
+      pending = setTimeout(function () { core.update(fig, lab.spec); }, 160);
+    }).observe(fig._tinytf.box);
+  }
+  function update(lab) {
+    var ui = lab.ui, tok = readPrompt(lab);
+    showMessages(lab);
+    if (!tok) { lab.outputs = null; ui.tbody.textContent = ""; return Promise.resolve(); }
+    lab.ids = tok.ids; lab.labels = tok.labels;
+    ui.output.textContent = ui.prompt.value;
+    var t0 = performance.now();
+    return run(lab, tok.ids).then(function (out) {
+      var t1 = performance.now();
+      lab.outputs = out;
+      showDistribution(lab);
+      showLens(lab);
+      lab.times = { model: t1 - t0, table: performance.now() - t1 };  // ms, the last update
+      // the figure follows in its own queue, after the next paint: typing never waits for a drawing, the table is
+      // on screen first, and the latest prompt wins
+      if (!lab.drawQueue) { lab.drawQueue = window.tinytfCore.queue(function () { return showAttention(lab); }); }
+      lab.drawn = new Promise(function (resolve) {
+        requestAnimationFrame(function () { setTimeout(resolve, 0); });
+      }).then(function () { return lab.drawQueue(); });
+      lab.drawn.catch(report(lab));
+    });
+  }
+  function refresh(lab) {
+    if (!lab.loaded) { return start(lab); }
+    if (!lab.queued) { lab.queued = window.tinytfCore.queue(function () { return update(lab); }); }
+    return lab.queued();
+  }
+
+  // ---- generation: one run of the prompt, then one byte at a time through the cache
+  function generate(lab) {
+    if (lab.busy) { lab.stop = true; return Promise.resolve(); }
+    return (lab.loaded ? Promise.resolve() : start(lab)).then(function () {
+      ["temperature", "top_k", "top_p", "seed", "n_bytes"].forEach(function (n) { readSetting(lab, n); });
+      var tok = readPrompt(lab);
+      showMessages(lab);
+      if (!tok) { return; }
+      var g = { s: Object.assign({}, lab.settings), ids: tok.ids.slice(), bytes: [], refill: null,
+                max: lab.manifest.config.max_seq_len, decoder: new TextDecoder("utf-8"), t0: performance.now(),
+                prefix: lab.ui.prompt.value };
+      g.draw = mulberry32(g.s.seed);
+      lab.busy = true; lab.stop = false; lab.generated = g.bytes; lab.stepTimes = [];
+      lab.ui.generate.textContent = "Stop";
+      function loop(out) {
+        var next = step(lab, g, out);
+        if (!next) { return null; }
+        return next.then(function (o) { return new Promise(function (r) { setTimeout(function () { r(o); }, 0); }); })
+          .then(loop);
+      }
+      return run(lab, g.ids).then(loop).then(function () {
+        var secs = (performance.now() - g.t0) / 1000;
+        lab.rate = g.bytes.length / secs;
+        say(lab, fill(lab.M.generated, { n: g.bytes.length, seconds: secs.toFixed(2), rate: lab.rate.toFixed(0) }) +
+            (g.refill !== null ? fill(lab.M.refill, { at: g.refill + 1, max: g.max }) : ""));
+      }).finally(function () {
+        lab.busy = false;
+        lab.ui.generate.textContent = "Generate";
       });
+    });
+  }
+  // one byte: drawn from the sampler's distribution, written, then fed (through the cache, or afresh once the
+  // context is full); null when done
+  function step(lab, g, out) {
+    var s = g.s, probs = nextProbs(out.logits.data, s);
+    var b = s.temperature === 0 ? argmax(out.logits.data) : pick(probs, g.draw());
+    g.bytes.push(b); g.ids.push(b);
+    lab.stepTimes.push(performance.now() - g.t0);  // ms from the start to each byte written
+    lab.ui.output.textContent = g.prefix + g.decoder.decode(new Uint8Array(g.bytes));
+    say(lab, fill(lab.M.generating, { i: g.bytes.length, n: s.n_bytes }));
+    if (g.bytes.length >= s.n_bytes || lab.stop) { return null; }
+    if (out.present_k.dims[2] + 1 > g.max) {
+      if (g.refill === null) { g.refill = g.bytes.length; }
+      g.ids = g.ids.slice(-g.max);
+      return run(lab, g.ids);
     }
-    lab.generate = generate;
+    return run(lab, [b], out.present_k, out.present_v);
+  }
 
-    // ---- wiring: the first interaction loads the model
-    root.addEventListener("focusin", function () { start().catch(function () {}); });
-    root.addEventListener("pointerdown", function () { start().catch(function () {}); });
+  // ---- wiring: the first interaction loads the model
+  function wire(lab) {
+    var ui = lab.ui, quiet = function () {};
+    lab.root.addEventListener("focusin", function () { start(lab).catch(quiet); });
+    lab.root.addEventListener("pointerdown", function () { start(lab).catch(quiet); });
     ui.prompt.addEventListener("input", function () {
       if (lab.busy) { return; }
-      lab.pending = refresh();  // resolves when the page shows this text (a test or the bench waits for it)
-      lab.pending.catch(report);
+      lab.pending = refresh(lab);  // resolves when the page shows this text (a test or the bench waits for it)
+      lab.pending.catch(report(lab));
     });
     Object.keys(ui.settings).forEach(function (name) {
       var input = ui.settings[name];
       input.addEventListener("input", function () {
-        readSetting(name);
-        showMessages();
-        if (lab.loaded && name !== "seed" && name !== "n_bytes") { showDistribution(); }
+        readSetting(lab, name);
+        showMessages(lab);
+        if (lab.loaded && name !== "seed" && name !== "n_bytes") { showDistribution(lab); }
       });
-      input.addEventListener("keydown", function (ev) {  // arrow keys step a number, as a spin button
-        if (ev.key !== "ArrowUp" && ev.key !== "ArrowDown") { return; }
-        var lim = state.limits[name], cur = Number(input.value);
-        if (input.value.trim() === "" || !isFinite(cur)) { return; }
-        var step = Number(input.dataset.step), next = cur + (ev.key === "ArrowUp" ? step : -step);
-        next = Math.min(lim[1], Math.max(lim[0], Math.round(next * 1000) / 1000));
-        if (name === "top_p" && next <= 0) { next = step; }
-        input.value = String(next);
-        ev.preventDefault();
-        input.dispatchEvent(new Event("input"));
-      });
+      input.addEventListener("keydown", function (ev) { spin(lab, name, input, ev); });
     });
-    ui.generate.addEventListener("click", function () { generate().catch(report); });
-    function report(err) { say(fill(M.failed, { error: err && err.message ? err.message : String(err) })); }
-    say(M.idle);
-    return lab;
+    ui.generate.addEventListener("click", function () { generate(lab).catch(report(lab)); });
+  }
+  // the arrow keys step a number box, as a spin button
+  function spin(lab, name, input, ev) {
+    if (ev.key !== "ArrowUp" && ev.key !== "ArrowDown") { return; }
+    var lim = lab.state.limits[name], cur = Number(input.value);
+    if (input.value.trim() === "" || !isFinite(cur)) { return; }
+    var stepBy = Number(input.dataset.step), next = cur + (ev.key === "ArrowUp" ? stepBy : -stepBy);
+    next = Math.min(lim[1], Math.max(lim[0], Math.round(next * 1000) / 1000));
+    if (name === "top_p" && next <= 0) { next = stepBy; }
+    input.value = String(next);
+    ev.preventDefault();
+    input.dispatchEvent(new Event("input"));
   }
 
   function init() {
