@@ -345,3 +345,12 @@ def test_each_snapshot_gives_pythons_probabilities(page, key):
     page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.entry.key === 'text-4l'")
     page.evaluate(f"() => document.querySelector('{LAB}').tinytfLab.refresh().then(() => true)")
     _settings(page, 0.8, 40, 0.95)
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_one_search_box(page, width):
+    book_browser.resize(page, width)
+    visible = page.evaluate("""() => [...document.querySelectorAll('.search-button, .search-button-field')]
+        .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length""")
+    assert visible == 1
+    book_browser.resize(page, 1280)
