@@ -239,6 +239,11 @@ def update() -> str:
 
     start = time.perf_counter()
     result = write_assets()
+    from tinytf.lab import browser_lab  # the landing page's lab: _static/lab/ (its own key; usually nothing to do)
+
+    lab_written, lab_removed = browser_lab.write_assets(STATIC / "lab", ROOT)
+    result["written"] += lab_written
+    result["removed"] += lab_removed
     changed = [_shown(p) for p in result["written"]]
     if len(changed) > 6:
         changed = [f"{len(changed)} files ({', '.join(changed[:3])}, ...)"]

@@ -1,0 +1,356 @@
+"""Issue #23: the lab on the landing page runs text-4l in the reader's browser.
+
+In Chromium, on the built intro page served locally: nothing of the model loads before the reader uses the lab
+and the page's first load stays <= 4 MB; the first interaction loads it with a progress bar; for an ASCII, a
+Chinese and a 500-byte prompt the next-byte probabilities (under several temperature / top-k / top-p settings)
+equal tinytf's in Python to 1e-4; the attention map equals the figure Python's tinytf.viz.lab builds; Generate
+writes the bytes tinytf.lab.browser_lab.sample_text writes for the same seed; bad input (empty, too long,
+Chinese / emoji, 10,000 characters, out-of-range settings) gives a clear message and breaks nothing; every
+control works from the keyboard; 375 px and dark mode pass the book's audit and axe (0 serious); no console
+error and no request to another host.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import book_browser
+from conftest import book_url, require
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plain_figures import diff  # noqa: E402
+from test_a11y_book import MAX_FIRST_LOAD, _axe, _weight  # noqa: E402
+
+import tinytf  # noqa: E402
+from tinytf.generation import next_token_probs  # noqa: E402
+from tinytf.lab import browser_lab as lab  # noqa: E402
+from tinytf.viz import lab as lab_views  # noqa: E402
+from tinytf.viz.templates import plain  # noqa: E402
+
+PAGE = "intro.html"
+LAB = ".tinytf-lab"
+TOL = 1e-4
+ASCII = "The function returns the "
+CHINESE = "函数返回一个列表。The result is "
+LONG = ("Return a new list of the items in the sequence, sorted by the key function when one is given. " * 6)[:500]
+SETTINGS = [(1.0, None, None), (0.8, 40, 0.95), (0.5, 5, None), (1.3, None, 0.5)]
+READY = "() => { const l = document.querySelector('.tinytf-lab').tinytfLab; return l && l.ready && !l.busy; }"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tinytf.pretrained("text-4l")
+
+
+@pytest.fixture(scope="module")
+def page(book_server, browser):
+    require("onnxruntime-web")
+    page, errors, remote, loaded = book_browser.open_page(browser, book_url(PAGE))
+    book_browser.settle(page)
+    page.errors, page.remote, page.loaded = errors, remote, loaded
+    page.loaded_at_start = list(loaded)
+    yield page
+    page.context.close()
+
+
+def _lab(page, expr: str):
+    return page.evaluate(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; return {expr}; }}")
+
+
+def _box(page, name: str):
+    return page.locator(f"{LAB} [id$='-{name}']")
+
+
+def _prompt(page, text: str) -> None:
+    """Type a prompt as a reader does (fill fires an input event) and wait for the model's run."""
+    page.locator(f"{LAB} textarea").fill(text)
+    page.wait_for_function(READY, timeout=60_000)
+    # the queue runs the latest request after the one under way: its promise resolves when the last is done
+    page.evaluate(f"""() => {{ const l = document.querySelector('{LAB}').tinytfLab;
+        return l.refresh().then(() => l.drawn).then(() => true); }}""")
+
+
+def _settings(page, temperature, top_k, top_p) -> None:
+    for name, value in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)):
+        _box(page, name).fill("" if value is None else str(value))
+
+
+def _loaded(page):
+    if not _lab(page, "l.ready"):
+        page.locator(f"{LAB} textarea").click()
+        page.wait_for_function(READY, timeout=60_000)
+
+
+def test_nothing_loads_before_use_and_the_first_load_is_light(page):
+    assert page.locator(f"{LAB} .tinytf-live-note").count() == 0  # the script replaced the note
+    early = [u for u in page.loaded_at_start if "/_static/lab/" in u or "/_static/ort/" in u or "plotly" in u]
+    assert early == [], early
+    server = sys.modules["conftest"]._server
+    files = {server.file_for(u) for u in page.loaded_at_start} - {None}
+    raw, gz = _weight(files)
+    print(f"intro.html: first load {raw / 1e6:.2f} MB ({gz / 1e6:.2f} MB gzip)")
+    assert raw <= MAX_FIRST_LOAD
+    for name in ("prompt", "temperature", "top_k", "top_p", "seed", "n_bytes"):
+        label = page.locator(f"{LAB} label[for$='-{name}']")
+        assert label.count() == 1 and label.text_content().strip(), name  # every control is named
+
+
+def test_first_use_loads_the_model_with_progress(page):
+    page.locator(f"{LAB} textarea").focus()
+    page.wait_for_function(READY, timeout=60_000)
+    assert any(u.endswith("/_static/lab/text-4l.onnx") for u in page.loaded)
+    assert "Loaded: text-4l, fully trained" in page.locator(f"{LAB} .tinytf-lab-status").text_content()
+    assert page.locator(f"{LAB} progress").is_hidden()
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() == 10
+    assert page.locator(f"{LAB} .tinytf-lab-figure .main-svg").count() >= 1
+    for name in ("model", "layer", "head", "head-0-0", "head-3-5"):  # built once the model's shape is known
+        label = page.locator(f"{LAB} label[for$='-{name}']")
+        assert label.count() == 1 and label.text_content().strip(), name
+
+
+@pytest.mark.parametrize("text", [ASCII, CHINESE, LONG], ids=["ascii", "chinese", "500-bytes"])
+def test_probabilities_equal_python(page, model, text):
+    _loaded(page)
+    _prompt(page, text)
+    ids = list(text.encode("utf-8"))[-128:]
+    assert _lab(page, "l.ids") == ids
+    logits = lab.run_lab(model, ids)["logits"]
+    for t, k, p in SETTINGS:
+        _settings(page, t, k, p)
+        got = np.array(_lab(page, "Array.from(l.probs)"))
+        want = next_token_probs(logits[None], t, k, p)[0].double().numpy()
+        assert np.abs(got - want).max() < TOL, (t, k, p)
+        assert (got > 0).sum() == (want > 0).sum(), (t, k, p)  # the same bytes kept by top-k / top-p
+    shown = page.locator(f"{LAB} table[id$='-dist'] tbody tr td:nth-child(3)").all_text_contents()
+    top = [q for q in np.sort(want)[::-1][:10] if q > 0]
+    assert [s.strip() for s in shown] == [f"{100 * q:.1f}%" if q >= 0.001 else f"{100 * q:.3f}%" for q in top]
+    _settings(page, 0.8, 40, 0.95)
+
+
+@pytest.mark.parametrize("layer,head", [(0, 0), (3, 5)])
+def test_attention_map_is_pythons_figure(page, model, layer, head):
+    _loaded(page)
+    _prompt(page, CHINESE)
+    page.locator(f"{LAB} select[id$='-layer']").select_option(str(layer))
+    page.locator(f"{LAB} select[id$='-head']").select_option(str(head))
+    page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.spec.layout.title.text"
+                           f".includes('Layer {layer}, head {head}')")
+    ids = list(CHINESE.encode("utf-8"))
+    out = lab.run_lab(model, ids)
+    labels = _lab(page, "l.labels")
+    want = plain(lab_views.figure_of(lab_views.attention_view({"attn": out["attn"].numpy()}, labels, layer, head)))
+    got = _lab(page, "l.spec")
+    assert diff(got, want, "figure", tol=TOL) is None
+    assert labels[:3] == ["函¹", "函²", "函³"]
+
+
+def _generate(page) -> list:
+    page.locator(f"{LAB} [id$='-generate']").click()
+    page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
+                           "return !l.busy && l.generated.length > 0; }", timeout=120_000)
+    return _lab(page, "l.generated.slice()")
+
+
+def test_generate_writes_pythons_seeded_text(page, model):
+    _loaded(page)
+    _prompt(page, ASCII)
+    _settings(page, 0.8, 40, 0.95)
+    _box(page, "seed").fill("7")
+    _box(page, "n_bytes").fill("40")
+    first = _generate(page)
+    assert first == lab.sample_text(model, ASCII, 40, seed=7, temperature=0.8, top_k=40, top_p=0.95)
+    assert _generate(page) == first  # the same seed, the same text
+    assert page.locator(f"{LAB} .tinytf-lab-output").text_content() == ASCII + bytes(first).decode("utf-8", "replace")
+    _box(page, "seed").fill("8")
+    assert _generate(page) != first
+    _box(page, "seed").fill("1")
+    _box(page, "n_bytes").fill("64")
+
+
+def test_generation_runs_past_the_whole_context(page, model):
+    """100-byte prompt + 60 bytes: the context (128) fills, then each step reads the last 128 bytes afresh."""
+    _loaded(page)
+    prompt = LONG[:100]
+    _prompt(page, prompt)
+    _settings(page, 0, None, None)
+    _box(page, "n_bytes").fill("60")
+    got = _generate(page)
+    assert got == lab.sample_text(model, prompt, 60, temperature=0)
+    assert "the context was full" in page.locator(f"{LAB} .tinytf-lab-status").text_content()
+    _settings(page, 0.8, 40, 0.95)
+    _box(page, "n_bytes").fill("64")
+
+
+def _messages(page) -> str:
+    return page.locator(f"{LAB} .tinytf-lab-message").inner_text()
+
+
+def test_bad_input_gets_a_message_and_breaks_nothing(page):
+    _loaded(page)
+    page.locator(f"{LAB} textarea").fill("")
+    page.wait_for_function(f"() => document.querySelector('{LAB} .tinytf-lab-message').textContent.includes('empty')")
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() == 0
+    _prompt(page, "表情 🙂 ok")
+    assert "each CJK character is 3 bytes" in _messages(page) and "🙂" in _messages(page)
+    pasted = ("All work and no play makes a dull model. " * 250)[:10_000]
+    _prompt(page, pasted)
+    assert "Your text is 10000 bytes long" in _messages(page) and "the first 9872 were cut" in _messages(page)
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() >= 1  # the model still runs (on the last 128)
+    for name, bad, words in [("temperature", "-1", "from 0 to 5"), ("temperature", "abc", "from 0 to 5"),
+                             ("top_k", "0", "from 1 to 256"), ("top_k", "2.5", "whole number"),
+                             ("top_p", "0", "above 0"), ("top_p", "1.5", "at most 1"),
+                             ("seed", "-3", "0 to 4294967295"), ("n_bytes", "100000", "1 to 512")]:
+        box = _box(page, name)
+        before = box.input_value()
+        box.fill(bad)
+        assert words in _messages(page) and f"got “{bad}”" in _messages(page), (name, bad)
+        assert box.get_attribute("aria-invalid") == "true"
+        box.fill(before)
+        assert box.get_attribute("aria-invalid") is None
+    assert _messages(page).count("got “") == 0
+    _prompt(page, ASCII)
+    assert _messages(page) == ""
+
+
+def test_every_control_works_from_the_keyboard(page):
+    _loaded(page)
+    _prompt(page, ASCII)
+    _settings(page, 0.8, 40, 0.95)
+    box = _box(page, "temperature")
+    box.focus()
+    page.keyboard.press("ArrowUp")
+    assert box.input_value() == "0.9"
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert box.input_value() == "0.7"
+    assert _lab(page, "l.settings.temperature") == 0.7
+    box.fill("0.8")
+    page.locator(f"{LAB} select[id$='-layer']").focus()
+    page.keyboard.press("ArrowUp")  # a select: the arrow keys change it
+    page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.spec.layout.title.text"
+                           f".includes('Layer 2,')")
+    _box(page, "n_bytes").fill("8")
+    page.locator(f"{LAB} [id$='-generate']").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
+                           "return !l.busy && l.generated.length === 8; }", timeout=60_000)
+    _box(page, "n_bytes").fill("64")
+    page.locator(f"{LAB} textarea").focus()
+    seen = []
+    for _ in range(9):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate("() => document.activeElement.id"))
+    for name in ("temperature", "top_k", "top_p", "seed", "n_bytes", "generate"):
+        assert any(s.endswith("-" + name) for s in seen), (name, seen)
+
+
+@pytest.mark.parametrize("width,mode", [(375, "dark"), (1280, "light")])
+def test_phone_width_dark_mode_and_axe(page, width, mode):
+    _loaded(page)
+    _prompt(page, CHINESE)
+    book_browser.resize(page, width)
+    book_browser.set_mode(page, mode)
+    problems = book_browser.audit(page)
+    problems += _axe(page)
+    lab_box = page.evaluate(f"() => document.querySelector('{LAB}').getBoundingClientRect().right")
+    assert lab_box <= width + 1
+    assert problems == []
+    book_browser.set_mode(page, "light")
+    book_browser.resize(page, 1280)
+
+
+def test_no_console_error_and_nothing_from_another_host(page):
+    page.wait_for_timeout(100)
+    assert page.errors == []
+    assert page.remote == []
+
+
+# ------------------------------------------------------------------ stage 2: heads, lens, snapshots
+def _heads(page, off: list) -> None:
+    """Switch exactly the heads in ``off`` off, as a reader clicks them, and wait for the model's run."""
+    page.locator(f"{LAB} [id$='-all-on']").click()
+    for layer, head in off:
+        page.locator(f"{LAB} input[id$='-head-{layer}-{head}']").click()
+    page.evaluate(f"""() => {{ const l = document.querySelector('{LAB}').tinytfLab;
+        return l.refresh().then(() => l.drawn).then(() => true); }}""")
+
+
+@pytest.mark.parametrize("text", [ASCII, CHINESE, LONG], ids=["ascii", "chinese", "500-bytes"])
+def test_ablated_probabilities_and_lens_equal_python(page, model, text):
+    _loaded(page)
+    _prompt(page, text)
+    off = [(0, 1), (2, 3), (3, 0), (3, 5)]
+    _heads(page, off)
+    mask = lab.full_mask(model)
+    for layer, head in off:
+        mask[layer, head] = 0
+    ids = list(text.encode("utf-8"))[-128:]
+    out = lab.run_lab(model, ids, mask)
+    for t, k, p in SETTINGS[:2]:
+        _settings(page, t, k, p)
+        got = np.array(_lab(page, "Array.from(l.probs)"))
+        want = next_token_probs(out["logits"][None], t, k, p)[0].double().numpy()
+        assert np.abs(got - want).max() < TOL, (t, k, p)
+    intact = next_token_probs(lab.run_lab(model, ids)["logits"][None], 1.0)[0].double().numpy()
+    assert np.abs(got - intact).max() > 1e-3  # switching the heads off changed the distribution
+    assert "4 of 24 heads switched off" in _messages(page)
+    probs = torch.softmax(out["lens"], -1)  # [L, T, V]: the lens after each block, the heads switched off
+    tops = _lab(page, "l.lensTop")
+    assert np.array([[b for b, _ in row] for row in tops]).tolist() == probs.argmax(-1).tolist()
+    assert np.abs(np.array([[q for _, q in row] for row in tops]) - probs.max(-1).values.numpy()).max() < TOL
+    cells = page.locator(f"{LAB} .tinytf-lab-lens tbody tr").count()
+    assert cells == 5  # four blocks and the true next byte
+    _settings(page, 0.8, 40, 0.95)
+    _heads(page, [])
+    assert "heads switched off" not in _messages(page)
+
+
+def test_ablation_changes_the_generated_text(page, model):
+    _loaded(page)
+    _prompt(page, ASCII)
+    _settings(page, 0, None, None)
+    _box(page, "n_bytes").fill("24")
+    intact = _generate(page)
+    _heads(page, [(0, h) for h in range(6)])  # every head of block 0 off
+    ablated = _generate(page)
+    mask = lab.full_mask(model)
+    mask[0] = 0
+    assert ablated == lab.sample_text(model, ASCII, 24, temperature=0, head_mask=mask)
+    assert intact == lab.sample_text(model, ASCII, 24, temperature=0)
+    assert ablated != intact
+    _heads(page, [])
+    _settings(page, 0.8, 40, 0.95)
+    _box(page, "n_bytes").fill("64")
+
+
+@pytest.mark.parametrize("key", ["text-4l@step0", "text-4l@step90", "text-4l@step360", "text-4l@step900"])
+def test_each_snapshot_gives_pythons_probabilities(page, key):
+    _loaded(page)
+    _prompt(page, ASCII)
+    page.locator(f"{LAB} select[id$='-model']").select_option(key)
+    page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.entry.key === {key!r}", timeout=60_000)
+    page.evaluate(f"""() => {{ const l = document.querySelector('{LAB}').tinytfLab;
+        return l.refresh().then(() => l.drawn).then(() => true); }}""")
+    _settings(page, 1.0, None, None)
+    snap = tinytf.pretrained(key)
+    want = next_token_probs(lab.run_lab(snap, list(ASCII.encode()))["logits"][None], 1.0)[0].double().numpy()
+    got = np.array(_lab(page, "Array.from(l.probs)"))
+    assert np.abs(got - want).max() < TOL
+    assert any(u.endswith("/_static/lab/" + lab.file_name(key)) for u in page.loaded)
+    page.locator(f"{LAB} select[id$='-model']").select_option("text-4l")
+    page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.entry.key === 'text-4l'")
+    page.evaluate(f"() => document.querySelector('{LAB}').tinytfLab.refresh().then(() => true)")
+    _settings(page, 0.8, 40, 0.95)
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_one_search_box(page, width):
+    book_browser.resize(page, width)
+    visible = page.evaluate("""() => [...document.querySelectorAll('.search-button, .search-button-field')]
+        .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length""")
+    assert visible == 1
+    book_browser.resize(page, 1280)

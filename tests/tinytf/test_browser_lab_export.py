@@ -1,0 +1,135 @@
+"""tinytf.lab.browser_lab: the head mask, the lab's graph (PyTorch and ONNX), the page's sampler in Python."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import require_module
+
+import tinytf
+from tinytf.errors import TinyTFInputError
+from tinytf.lab import browser_lab as lab
+from tinytf.lab.lens import logit_lens
+
+TEXT = list("The model reads bytes, one at a time.".encode("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tinytf.pretrained("text-4l")
+
+
+def test_full_mask_is_the_model(model):
+    out = lab.run_lab(model, TEXT)
+    logits = model(torch.tensor([TEXT]))[0]
+    assert torch.allclose(out["logits"], logits[-1], atol=1e-5)
+    lens = logit_lens(model, torch.tensor(TEXT))  # [L + 1, T, V] log-probs; lab's lens: after each block
+    assert torch.allclose(torch.log_softmax(out["lens"], -1), lens[1:], atol=1e-5)
+    assert torch.allclose(out["lens"][-1], logits, atol=1e-5)
+    _, trace = model.run_with_trace(torch.tensor([TEXT]))
+    for layer in range(4):
+        assert torch.allclose(out["attn"][layer], trace[f"blocks.{layer}.attn.weights"][0], atol=1e-6)
+
+
+@pytest.mark.parametrize("layer,head", [(0, 0), (2, 5), (3, 1)])
+def test_head_mask_removes_the_head_before_w_o(model, layer, head):
+    """Mask 0 for (layer, head) = the model with that head's columns of W_o set to zero."""
+    mask = lab.full_mask(model)
+    mask[layer, head] = 0
+    ablated = copy.deepcopy(model)
+    D = model.config.d_head
+    with torch.no_grad():
+        ablated.blocks[layer].attn.o_proj.weight[:, head * D:(head + 1) * D] = 0
+    got = lab.run_lab(model, TEXT, mask)["logits"]
+    want = ablated(torch.tensor([TEXT]))[0, -1]
+    assert torch.allclose(got, want, atol=1e-5)
+    assert (got - lab.run_lab(model, TEXT)["logits"]).abs().max() > 1e-3  # the head mattered
+    half = mask.clone()
+    half[layer, head] = 0.5  # a value between scales the head's output
+    with torch.no_grad():
+        ablated.blocks[layer].attn.o_proj.weight[:, head * D:(head + 1) * D] = \
+            0.5 * model.blocks[layer].attn.o_proj.weight[:, head * D:(head + 1) * D]
+    assert torch.allclose(lab.run_lab(model, TEXT, half)["logits"], ablated(torch.tensor([TEXT]))[0, -1], atol=1e-5)
+
+
+def test_cached_step_equals_a_full_run(model):
+    mask = lab.full_mask(model)
+    mask[1, 3] = 0
+    first = lab.run_lab(model, TEXT[:-1], mask)
+    step = lab.run_lab(model, TEXT[-1:], mask, first["present_k"], first["present_v"])
+    full = lab.run_lab(model, TEXT, mask)
+    assert torch.allclose(step["logits"], full["logits"], atol=1e-5)
+    assert torch.allclose(step["attn"][:, :, 0], full["attn"][:, :, -1], atol=1e-6)
+    assert torch.allclose(step["lens"][:, 0], full["lens"][:, -1], atol=1e-5)
+    assert step["present_k"].shape[2] == len(TEXT)
+
+
+def test_bad_input_is_named(model):
+    with pytest.raises(TinyTFInputError, match=r"shape \[4, 6\]"):
+        lab.run_lab(model, TEXT, torch.ones(4, 5))
+    with pytest.raises(TinyTFInputError, match="finite"):
+        lab.run_lab(model, TEXT, torch.full((4, 6), float("nan")))
+    with pytest.raises(TinyTFInputError, match="max_seq_len 128"):
+        lab.run_lab(model, [65] * 129)
+
+
+def test_onnx_graph_equals_pytorch(model, tmp_path):
+    ort = require_module("onnxruntime")
+    path = tmp_path / "lab.onnx"
+    lab.export_lab_onnx(model, path)
+    again = tmp_path / "again.onnx"
+    lab.export_lab_onnx(model, again)
+    assert path.read_bytes() == again.read_bytes()  # deterministic
+    assert path.stat().st_size < 4.2e6  # float16 storage
+    sess = ort.InferenceSession(str(path))
+    assert [i.name for i in sess.get_inputs()] == list(lab.INPUTS)
+    assert [o.name for o in sess.get_outputs()] == list(lab.OUTPUTS)
+    mask = lab.full_mask(model)
+    mask[0, 2] = mask[3, 4] = 0
+    ids = list("日本語 and emoji 🙂 bytes".encode("utf-8"))
+    past_k = past_v = lab.empty_past(model)
+    for chunk in (ids[:7], ids[7:8], ids[8:20], ids[20:21]):  # S = 0 first, then with a cache
+        want = lab.run_lab(model, chunk, mask, past_k, past_v)
+        got = sess.run(None, {"ids": np.array([chunk], dtype=np.int64), "head_mask": mask.numpy(),
+                              "past_k": past_k.numpy(), "past_v": past_v.numpy()})
+        for name, g in zip(lab.OUTPUTS, got):
+            w = want[name].numpy()
+            assert g.shape == w.shape, name
+            assert np.abs(g - w).max() <= 3e-5 * max(1.0, np.abs(w).max()), name
+        past_k, past_v = want["present_k"], want["present_v"]
+    got = sess.run(["logits"], {"ids": np.array([[65] * 128], dtype=np.int64), "head_mask": mask.numpy(),
+                                "past_k": lab.empty_past(model).numpy(), "past_v": lab.empty_past(model).numpy()})
+    assert np.abs(got[0] - lab.run_lab(model, [65] * 128, mask)["logits"].numpy()).max() < 1e-4
+
+
+def test_mulberry32_reference_values():
+    # mulberry32 as JavaScript computes it (Math.imul, >>>): seed 1 and seed 42, first three draws
+    draw = lab.mulberry32(1)
+    assert [draw() for _ in range(3)] == [0.6270739405881613, 0.002735721180215478, 0.5274470399599522]
+    draw = lab.mulberry32(42)
+    assert all(0 <= draw() < 1 for _ in range(1000))
+
+
+def test_probs_are_chapter_11s():
+    logits = torch.randn(256, generator=torch.Generator().manual_seed(0)) * 3
+    for t, k, p in [(1.0, None, None), (0.7, 20, None), (1.3, None, 0.9), (0.5, 5, 0.5), (0, None, None)]:
+        want = tinytf.generation.next_token_probs(logits[None].double(), t, k, p)[0]
+        got = lab.next_byte_probs(logits, t, k, p)
+        assert torch.allclose(got, want, atol=1e-12)
+    assert lab.pick(torch.tensor([0.0, 0.25, 0.75]), 0.2) == 1
+    assert lab.pick(torch.tensor([0.0, 0.25, 0.75]), 0.25) == 2
+    assert lab.pick(torch.tensor([0.25, 0.75, 0.0]), 0.9999999999) == 1
+
+
+def test_sample_text_is_seeded_and_greedy_is_generate(model):
+    a = lab.sample_text(model, "The ", 30, seed=7, temperature=0.9, top_k=40, top_p=0.95)
+    assert a == lab.sample_text(model, "The ", 30, seed=7, temperature=0.9, top_k=40, top_p=0.95)
+    assert a != lab.sample_text(model, "The ", 30, seed=8, temperature=0.9, top_k=40, top_p=0.95)
+    prompt = list(b"Return the value of the ")
+    n = 128 - len(prompt) + 12  # past the whole context: the refill rule of tinytf.generate
+    greedy = lab.sample_text(model, prompt, n, temperature=0)
+    ref = tinytf.generate(model, torch.tensor(prompt), n).tokens[len(prompt):].tolist()
+    assert greedy == ref

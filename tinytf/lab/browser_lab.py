@@ -1,0 +1,375 @@
+"""The lab on the book's landing page: text-4l in the reader's browser, with head ablation, the logit lens
+and a KV cache, from one ONNX graph per model.
+
+    from tinytf.lab import browser_lab as lab
+    model = tinytf.pretrained("text-4l")
+    out = lab.run_lab(model, ids)                        # what the browser's graph computes, in PyTorch
+    out = lab.run_lab(model, ids, head_mask=mask)         # mask [L, H]: 1 = head on, 0 = head off
+    lab.export_lab_onnx(model, "text-4l.lab.onnx")        # the graph the page runs (onnxruntime-web)
+    lab.next_byte_probs(out["logits"], temperature=0.8, top_k=20, top_p=0.9)   # = tinytf.next_token_probs
+    lab.sample_text(model, "The ", 40, seed=1, temperature=0.8)                # = the page's Generate
+
+**Head mask.** ``head_mask_patches(mask)`` multiplies the output ``z`` of head h of block l (trace
+``blocks.l.attn.z``, [B, H, T, D], before the heads are merged and W_o applied) by ``mask[l, h]``: 1 keeps the
+head, 0 switches it off (its contribution to the block's attention output is removed), any other value scales
+it. It goes through the model's own hook points (``model.run_with_patches``), so the masked model is the
+model, not a copy; the graph takes the mask as an input, so one file serves every ablation.
+
+**The graph** (``export_lab_onnx``), batch 1:
+
+* inputs ``ids`` int64 [1, T]; ``head_mask`` float32 [L, H]; ``past_k``, ``past_v`` float32 [L, H_kv, S, D],
+  the keys (after RoPE) and values of the S positions already processed (S = 0: a fresh prompt);
+* outputs ``logits`` [V] (the next byte after the last position), ``lens`` [L, T, V] (the logit lens: the
+  model's final norm and LM head applied to the stream leaving each block, ``tinytf.lab.lens``; ``lens[L-1]``
+  are the model's own logits), ``attn`` [L, H, T, S + T] (the attention weights of every layer and head),
+  ``present_k``, ``present_v`` [L, H_kv, S + T, D] (the cache after these T positions).
+
+A keystroke runs the prompt once with S = 0; generation then feeds one byte at a time with the cache
+(chapter 11's KV cache), so each step costs one position, not the whole prompt. The page keeps
+S + T <= max_seq_len; when the context is full it runs the last max_seq_len bytes afresh before each step, as
+``tinytf.generate`` does (``sample_text`` follows the same rule, so Python and the page write the same text).
+
+**The sampler** is chapter 11's (``tinytf.generation.next_token_probs``: temperature, then top-k, then
+top-p, renormalised; temperature 0 = greedy). The random numbers come from ``mulberry32``, a 32-bit
+generator that JavaScript computes exactly: u = mulberry32(seed) in [0, 1), and the byte drawn is the first
+whose cumulative probability exceeds u. The same seed gives the same text in Python and on the page.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ..attention import KVCache, LayerCache
+from ..errors import TinyTFInputError
+from ..generation import next_token_probs
+
+INPUTS = ("ids", "head_mask", "past_k", "past_v")
+OUTPUTS = ("logits", "lens", "attn", "present_k", "present_v")
+SNAPSHOTS = ("text-4l@step0", "text-4l@step90", "text-4l@step360", "text-4l@step900", "text-4l")
+
+
+def _blocks(model):
+    if not all(hasattr(model, a) for a in ("blocks", "final_norm", "lm_head", "config")):
+        raise TinyTFInputError(f"browser_lab: expected a decoder-only TinyTransformer, got {type(model).__name__}")
+    return model.blocks
+
+
+def full_mask(model) -> torch.Tensor:
+    """[L, H] of ones: every head on."""
+    return torch.ones(len(_blocks(model)), model.config.n_heads)
+
+
+def check_head_mask(model, mask) -> torch.Tensor:
+    """``mask`` as a float32 [L, H] tensor, or TinyTFInputError naming what is wrong."""
+    L, H = len(_blocks(model)), model.config.n_heads
+    try:
+        mask = torch.as_tensor(mask, dtype=torch.float32)
+    except (TypeError, ValueError) as e:
+        raise TinyTFInputError(f"head_mask: expected numbers [{L}, {H}] (layers, heads), got {type(mask).__name__} ({e})")
+    if tuple(mask.shape) != (L, H):
+        raise TinyTFInputError(f"head_mask: expected shape [{L}, {H}] (layers, heads), got {list(mask.shape)}")
+    if not torch.isfinite(mask).all():
+        raise TinyTFInputError("head_mask: every value must be a finite number (1 = head on, 0 = off)")
+    return mask
+
+
+def head_mask_patches(mask) -> dict:
+    """{"blocks.l.attn.z": z -> z * mask[l, h] per head h}: the patches that apply a head mask [L, H]
+    (``model.run_with_patches(ids, patches=...)``). ``mask`` may be a tensor of the graph's input."""
+    return {f"blocks.{l}.attn.z": (lambda z, row=mask[l]: z * row[None, :, None, None]) for l in range(mask.shape[0])}
+
+
+class _LabGraph(nn.Module):
+    """(ids, head_mask, past_k, past_v) -> (logits [V], lens [L, T, V], attn [L, H, T, S+T], present_k, present_v)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, head_mask, past_k, past_v):
+        model = self.model
+        L = len(model.blocks)
+        cache = KVCache([LayerCache(k=past_k[i][None], v=past_v[i][None]) for i in range(L)])
+        names = [f"blocks.{i}.attn.weights" for i in range(L)] + [f"blocks.{i}.resid_post" for i in range(L)]
+        logits, trace = model.run_with_trace(ids, cache=cache, names=names, patches=head_mask_patches(head_mask))
+        lens = torch.stack([model.lm_head(model.final_norm(trace[f"blocks.{i}.resid_post"][0])) for i in range(L)])
+        attn = torch.stack([trace[f"blocks.{i}.attn.weights"][0] for i in range(L)])
+        present_k = torch.stack([c.k[0] for c in cache.layers])
+        present_v = torch.stack([c.v[0] for c in cache.layers])
+        return logits[0, -1], lens, attn, present_k, present_v
+
+
+def empty_past(model) -> torch.Tensor:
+    """[L, H_kv, 0, D]: the cache before the first position."""
+    cfg = model.config
+    return torch.zeros(len(_blocks(model)), cfg.kv_heads, 0, cfg.d_head)
+
+
+@torch.no_grad()
+def run_lab(model, ids, head_mask=None, past_k=None, past_v=None) -> dict:
+    """What the lab's graph computes, in PyTorch: {name: tensor} for ``OUTPUTS`` (see the module docstring).
+    ``ids``: [T] or [1, T] byte ids; ``head_mask`` [L, H] (None: every head on)."""
+    ids = torch.as_tensor(ids, dtype=torch.long).reshape(1, -1)
+    mask = full_mask(model) if head_mask is None else check_head_mask(model, head_mask)
+    past_k = empty_past(model) if past_k is None else torch.as_tensor(past_k)
+    past_v = empty_past(model) if past_v is None else torch.as_tensor(past_v)
+    if past_k.shape[2] + ids.shape[1] > model.config.max_seq_len:
+        raise TinyTFInputError(f"run_lab: {past_k.shape[2]} cached + {ids.shape[1]} new positions exceed the "
+                               f"model's max_seq_len {model.config.max_seq_len}")
+    was = model.training
+    model.eval()
+    try:
+        return dict(zip(OUTPUTS, _LabGraph(model)(ids, mask, past_k, past_v)))
+    finally:
+        model.train(was)
+
+
+def export_lab_onnx(model, path, opset: int = 17) -> list:
+    """Write the lab's graph of ``model`` to ``path`` (float16 storage for weights that are float16 numbers,
+    as ``tinytf.export_onnx``); return the output names."""
+    from .onnx_export import _float16_storage
+
+    _blocks(model)
+    cfg = model.config
+    L, Hkv, D = len(model.blocks), cfg.kv_heads, cfg.d_head
+    example = (torch.arange(2, dtype=torch.long)[None] + 97, full_mask(model),
+               torch.zeros(L, Hkv, 3, D), torch.zeros(L, Hkv, 3, D))
+    axes = {"ids": {1: "T"}, "past_k": {2: "S"}, "past_v": {2: "S"}, "lens": {1: "T"}, "attn": {2: "T", 3: "ST"},
+            "present_k": {2: "ST"}, "present_v": {2: "ST"}}
+    was = model.training
+    model.eval()
+    buffer = io.BytesIO()
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx")
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
+            torch.onnx.export(_LabGraph(model), example, buffer, dynamo=False, opset_version=opset,
+                              input_names=list(INPUTS), output_names=list(OUTPUTS), dynamic_axes=axes,
+                              do_constant_folding=True)
+    finally:
+        model.train(was)
+    Path(path).write_bytes(_float16_storage(buffer.getvalue()))
+    return list(OUTPUTS)
+
+
+# ---------------------------------------------------------------- the sampler (the page's, in Python)
+def mulberry32(seed: int):
+    """A generator of floats in [0, 1): mulberry32, 32-bit integer arithmetic that JavaScript's
+    Math.imul and >>> reproduce exactly (the page's copy is in _static/tinytf-lab.js)."""
+    state = int(seed) & 0xFFFFFFFF
+
+    def imul(a, b):
+        return (a * b) & 0xFFFFFFFF
+
+    def draw() -> float:
+        nonlocal state
+        state = (state + 0x6D2B79F5) & 0xFFFFFFFF
+        t = state
+        t = imul(t ^ (t >> 15), t | 1)
+        t ^= (t + imul(t ^ (t >> 7), t | 61)) & 0xFFFFFFFF
+        t &= 0xFFFFFFFF
+        return ((t ^ (t >> 14)) & 0xFFFFFFFF) / 4294967296
+
+    return draw
+
+
+def next_byte_probs(logits, temperature: float = 1.0, top_k=None, top_p=None) -> torch.Tensor:
+    """[V] distribution of the next byte: chapter 11's ``next_token_probs`` (float64 here and on the page)."""
+    return next_token_probs(torch.as_tensor(logits).double().reshape(1, -1), temperature, top_k, top_p)[0]
+
+
+def pick(probs, u: float) -> int:
+    """The first index whose cumulative probability exceeds ``u`` (the last non-zero one if rounding leaves
+    the sum below u)."""
+    total, last = 0.0, 0
+    for i, p in enumerate(torch.as_tensor(probs).tolist()):
+        if p > 0:
+            total += p
+            last = i
+            if total > u:
+                return i
+    return last
+
+
+@torch.no_grad()
+def sample_text(model, prompt, n_bytes: int, seed: int = 0, temperature: float = 1.0, top_k=None, top_p=None,
+                head_mask=None) -> list:
+    """The bytes the page's Generate writes after ``prompt`` (str or byte ids): one run of the whole prompt,
+    then one byte at a time through the KV cache; at a full context, the last max_seq_len bytes afresh.
+    Temperature 0 is greedy (no random number is drawn)."""
+    ids = list(prompt.encode("utf-8")) if isinstance(prompt, str) else [int(i) for i in prompt]
+    n = model.config.max_seq_len
+    ids = ids[-n:]
+    draw = mulberry32(seed)
+    out = run_lab(model, ids, head_mask)
+    new = []
+    for _ in range(int(n_bytes)):
+        probs = next_byte_probs(out["logits"], temperature, top_k, top_p)
+        b = int(probs.argmax()) if temperature == 0 else pick(probs, draw())
+        new.append(b)
+        ids.append(b)
+        if out["present_k"].shape[2] + 1 > n:  # full: the last n bytes afresh, as tinytf.generate does
+            ids = ids[-n:]
+            out = run_lab(model, ids, head_mask)
+        else:
+            out = run_lab(model, [b], head_mask, out["present_k"], out["present_v"])
+    return new
+
+
+# ---------------------------------------------------------------- the page: its files and its words
+LAB_FORMAT = "tinytf-lab/1"
+LAB_JSON = "lab.json"
+KEY_FILE = "lab.key"
+TOP_BYTES = 10  # rows of the distribution table
+DEFAULTS = {"prompt": "The function returns the ", "temperature": 0.8, "top_k": 40, "top_p": 0.95, "seed": 1,
+            "n_bytes": 64, "layer": 3, "head": 0, "model": "text-4l"}
+# the settings the page accepts: (low, high, whole number?, may be empty = no limit)
+LIMITS = {"temperature": [0, 5, False, False], "top_k": [1, 256, True, True], "top_p": [0, 1, False, True],
+          "seed": [0, 4294967295, True, False], "n_bytes": [1, 512, True, False]}
+RULES = {
+    "temperature": "a number from 0 to 5 (0 = always the most likely byte)",
+    "top_k": "a whole number from 1 to 256, or empty for no limit",
+    "top_p": "a number above 0 and at most 1, or empty for no limit",
+    "seed": "a whole number from 0 to 4294967295",
+    "n_bytes": "a whole number from 1 to 512",
+}
+MESSAGES = {
+    "empty": "The prompt is empty: type some text and the model shows which byte it expects next.",
+    "cut": ("Your text is {n} bytes long, but the model reads at most {max} bytes (its context): it sees the "
+            "last {max} bytes only, the first {cut} were cut."),
+    "non_ascii": ("Your text has characters outside ASCII ({chars}). The model reads UTF-8 bytes, not characters: "
+                  "each CJK character is 3 bytes, an emoji 4, and the model was trained almost only on English, "
+                  "so its guesses after them are poor."),
+    "setting": "{name}: {rule}; got “{value}”. The lab keeps using {kept}.",
+    "file": ("This page was opened as a file (file://), and browsers do not let such a page load the model. "
+             "Serve the book's folder instead: run `python -m http.server --directory _build/html` and open "
+             "http://localhost:8000/"),
+    "failed": "The model could not be loaded ({error}). Reload the page to try again.",
+    "loading": "Loading the model ({done} of {total} MB)…",
+    "ready": "Loaded: {model}. It runs in your browser; nothing is sent anywhere.",
+    "generating": "Writing byte {i} of {n}…",
+    "generated": "Wrote {n} bytes in {seconds} s ({rate} bytes/s).",
+    "refill": " From byte {at} on, the context was full: each step reads the last {max} bytes afresh.",
+    "ablated": "{k} of {total} heads switched off.",
+    "idle": "The model (3.9 MB) and its runtime (14 MB) load when you first use the lab, once.",
+    "caption": "The next byte after the prompt: the {shown} most likely of the {kept} bytes the sampler can draw",
+}
+NAMES = {"temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p", "seed": "Seed", "n_bytes": "Bytes to write"}
+NOTE = ("<b>The model in your browser.</b> This lab runs text-4l, the book's model trained on English text, "
+        "in your browser. It needs JavaScript; or open any chapter in Binder or Colab.")
+
+
+def snapshot_models() -> list:
+    """(key, label, step) of the models the lab offers: the training snapshots, then the final text-4l."""
+    out = []
+    for name in SNAPSHOTS:
+        step = name.split("@step")[1] if "@step" in name else "final"
+        label = f"text-4l after {step} training steps" if step != "final" else "text-4l, fully trained"
+        out.append((name, label, step))
+    return out
+
+
+def file_name(key: str) -> str:
+    return key.replace("@", "-") + ".onnx"
+
+
+def lab_config(model) -> dict:
+    cfg = model.config
+    return {"vocab_size": cfg.vocab_size, "max_seq_len": cfg.max_seq_len, "n_layers": cfg.n_layers,
+            "n_heads": cfg.n_heads, "n_kv_heads": cfg.kv_heads, "d_head": cfg.d_head}
+
+
+def page_state(view: str = "all") -> dict:
+    """What a lab div carries (JSON): the view, defaults, limits, rules, names and messages."""
+    return {"format": LAB_FORMAT, "view": view, "defaults": DEFAULTS, "limits": LIMITS, "rules": RULES,
+            "names": NAMES, "messages": MESSAGES, "top": TOP_BYTES, "prng": "mulberry32"}
+
+
+def lab_html(view: str = "all") -> str:
+    """The HTML a page embeds: a div that _static/tinytf-lab.js turns into the lab (a note until then)."""
+    import html as _html
+
+    data = _html.escape(json.dumps(page_state(view), ensure_ascii=True, sort_keys=True), quote=True)
+    return (f'<div class="tinytf-lab" data-lab="{data}">'
+            f'<div class="tinytf-live-note">{NOTE}</div></div>')
+
+
+def _assets_key(root: Path) -> str:
+    h = hashlib.sha256(LAB_FORMAT.encode())
+    for pattern in ("tinytf/**/*.py", "tinytf/checkpoints/text-4l*"):
+        for path in sorted(root.glob(pattern)):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def build_assets(directory) -> dict:
+    """{file name: bytes} of the lab: one ONNX graph per snapshot and lab.json (models, shape, the byte
+    labels, the attention templates)."""
+    import tempfile
+
+    from ..viz.lab import attention_templates
+    from ..viz.templates import byte_labels
+    from . import pretrained
+
+    files, models = {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, label, step in snapshot_models():
+            model = pretrained.load(key).float().eval()
+            path = Path(tmp) / file_name(key)
+            export_lab_onnx(model, path)
+            data = path.read_bytes()
+            files[path.name] = data
+            models.append({"key": key, "label": label, "step": step, "file": path.name, "bytes": len(data),
+                           "sha256": hashlib.sha256(data).hexdigest()})
+    final = pretrained.load("text-4l").float().eval()
+    sample = list(b"abc")
+    out = run_lab(final, sample)
+    cfg = lab_config(final)
+    manifest = {"format": LAB_FORMAT, "models": models, "config": cfg, "outputs": list(OUTPUTS),
+                "inputs": list(INPUTS), "byte_labels": byte_labels(),
+                "attention": attention_templates(cfg["n_layers"], cfg["n_heads"], {"attn": out["attn"].numpy()},
+                                                 [chr(b) for b in sample])}
+    files[LAB_JSON] = (json.dumps(manifest, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+    return files
+
+
+def write_assets(directory, root=None) -> tuple:
+    """Write the lab's files into ``directory`` (``_static/lab``) unless the key of tinytf's code and the
+    checkpoints is unchanged; remove others. Returns (written, removed) paths."""
+    directory = Path(directory)
+    root = Path(root) if root else Path(__file__).resolve().parents[2]
+    key = _assets_key(root)
+    stamp = directory / KEY_FILE
+    if stamp.is_file() and stamp.read_text().strip() == key and (directory / LAB_JSON).is_file():
+        return [], []
+    import torch as _torch
+
+    threads = _torch.get_num_threads()
+    _torch.set_num_threads(1)
+    try:
+        files = build_assets(directory)
+    finally:
+        _torch.set_num_threads(threads)
+    directory.mkdir(parents=True, exist_ok=True)
+    written, removed = [], []
+    for name, data in files.items():
+        path = directory / name
+        if not (path.is_file() and path.read_bytes() == data):
+            tmp = path.with_name(name + ".tmp")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+            written.append(path)
+    for path in sorted(directory.iterdir()):
+        if path.name not in files and path.name != KEY_FILE and path.is_file():
+            path.unlink()
+            removed.append(path)
+    stamp.write_text(key + "\n")
+    return written, removed
