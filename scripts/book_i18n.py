@@ -114,10 +114,38 @@ def page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:
 ZH_INDEX = {'<html lang="en">': '<html lang="zh-CN">', "The book starts at": "本书从这里开始："}
 
 
+def sidebar_captions(app: Sphinx) -> dict:
+    """The table of contents' part captions ("Chapters", "Reference") -> their msgstr in the root page's catalogue.
+    The theme draws the sidebar from the toctree as sphinx-external-toc inserted it, after Sphinx's translation
+    step, so the captions reach every page in English; the built pages get them replaced here."""
+    import yaml
+    from babel.messages.pofile import read_po
+
+    toc = yaml.safe_load((Path(app.srcdir) / "_toc.yml").read_text(encoding="utf-8"))
+    captions = [part["caption"] for part in toc.get("parts", []) if part.get("caption")]
+    out = {}
+    for folder in app.config.locale_dirs:
+        po = Path(app.srcdir, folder, app.config.language, "LC_MESSAGES", f"{app.config.root_doc}.po")
+        if po.is_file():
+            with po.open("rb") as handle:
+                catalog = read_po(handle)
+            out.update({c: catalog[c].string for c in captions if catalog.get(c) is not None and catalog[c].string})
+    return out
+
+
 def chinese_index(app: Sphinx, exception) -> None:
-    """After book_offline.write_index: the Chinese edition's forward page in Chinese."""
+    """After book_offline.write_index: the Chinese edition's forward page in Chinese, and the sidebar's part
+    captions translated on every page."""
     if exception is not None or app.builder.format != "html" or not is_chinese(app.config):
         return
+    captions = sidebar_captions(app)
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        new = text
+        for english, chinese in captions.items():
+            new = new.replace(f'<span class="caption-text">{english}</span>', f'<span class="caption-text">{chinese}</span>')
+        if new != text:
+            page.write_text(new, encoding="utf-8")
     index = Path(app.outdir) / "index.html"
     if index.is_file():
         text = index.read_text(encoding="utf-8")

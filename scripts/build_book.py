@@ -45,6 +45,10 @@ ZH_OUT = ZH_BUILD / "_build" / "html"        # where jupyter-book --path-output 
 ZH_HTML = HTML / "zh"                        # the published Chinese edition (hard links to ZH_OUT)
 ZH_STAMP = BUILD / "zh-stamp.json"
 ZH_TITLE = "tinytf：逐个张量，拆解现代 Transformer 块"
+ZH_AUTHOR = "tinytf 图书作者"
+# _config.yml's extra_footer in Chinese (the same statement: nothing is loaded from another site)
+ZH_FOOTER = ("<p>离线可用：每张图都由本书自带的 plotly.js 绘制，每个公式都由本书自带的 MathJax 排版；"
+             "不从任何其他网站加载内容。</p>\n")
 # Static files stored once for both editions (hard links) when identical: the large ones that are plain copies.
 # Never a file that the build rewrites after copying it (the theme's fontawesome.js, which book_offline slims
 # per edition): Sphinx would write the other edition's copy through the link.
@@ -219,6 +223,8 @@ def chinese_config(locale_dir: Path = ZH_BUILD / "locales") -> str:
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     config["title"] = ZH_TITLE
+    config["author"] = ZH_AUTHOR
+    config.setdefault("html", {})["extra_footer"] = ZH_FOOTER
     sphinx = config.setdefault("sphinx", {})
     sphinx["local_extensions"] = {name: str((ROOT / folder).resolve())
                                   for name, folder in (sphinx.get("local_extensions") or {}).items()}
