@@ -239,7 +239,7 @@ def update() -> str:
 
     start = time.perf_counter()
     result = write_assets()
-    from tinytf.lab import browser_lab  # the landing page's lab: _static/lab/ (its own key; usually nothing to do)
+    from tinytf.viz import lab as browser_lab  # the landing page's lab: _static/lab/ (its own key; usually nothing to do)
 
     lab_written, lab_removed = browser_lab.write_assets(STATIC / "lab", ROOT)
     result["written"] += lab_written

@@ -36,10 +36,8 @@ whose cumulative probability exceeds u. The same seed gives the same text in Pyt
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import math
 import warnings
 from pathlib import Path
 
@@ -49,6 +47,7 @@ from torch import nn
 from ..attention import KVCache, LayerCache
 from ..errors import TinyTFInputError
 from ..generation import next_token_probs
+from .onnx_export import _float16_storage
 
 INPUTS = ("ids", "head_mask", "past_k", "past_v")
 OUTPUTS = ("logits", "lens", "attn", "present_k", "present_v")
@@ -134,8 +133,6 @@ def run_lab(model, ids, head_mask=None, past_k=None, past_v=None) -> dict:
 def export_lab_onnx(model, path, opset: int = 17) -> list:
     """Write the lab's graph of ``model`` to ``path`` (float16 storage for weights that are float16 numbers,
     as ``tinytf.export_onnx``); return the output names."""
-    from .onnx_export import _float16_storage
-
     _blocks(model)
     cfg = model.config
     L, Hkv, D = len(model.blocks), cfg.kv_heads, cfg.d_head
@@ -300,76 +297,3 @@ def lab_html(view: str = "all") -> str:
     data = _html.escape(json.dumps(page_state(view), ensure_ascii=True, sort_keys=True), quote=True)
     return (f'<div class="tinytf-lab" data-lab="{data}">'
             f'<div class="tinytf-live-note">{NOTE}</div></div>')
-
-
-def _assets_key(root: Path) -> str:
-    h = hashlib.sha256(LAB_FORMAT.encode())
-    for pattern in ("tinytf/**/*.py", "tinytf/checkpoints/text-4l*"):
-        for path in sorted(root.glob(pattern)):
-            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
-
-
-def build_assets(directory) -> dict:
-    """{file name: bytes} of the lab: one ONNX graph per snapshot and lab.json (models, shape, the byte
-    labels, the attention templates)."""
-    import tempfile
-
-    from ..viz.lab import attention_templates
-    from ..viz.templates import byte_labels
-    from . import pretrained
-
-    files, models = {}, []
-    with tempfile.TemporaryDirectory() as tmp:
-        for key, label, step in snapshot_models():
-            model = pretrained.load(key).float().eval()
-            path = Path(tmp) / file_name(key)
-            export_lab_onnx(model, path)
-            data = path.read_bytes()
-            files[path.name] = data
-            models.append({"key": key, "label": label, "step": step, "file": path.name, "bytes": len(data),
-                           "sha256": hashlib.sha256(data).hexdigest()})
-    final = pretrained.load("text-4l").float().eval()
-    sample = list(b"abc")
-    out = run_lab(final, sample)
-    cfg = lab_config(final)
-    manifest = {"format": LAB_FORMAT, "models": models, "config": cfg, "outputs": list(OUTPUTS),
-                "inputs": list(INPUTS), "byte_labels": byte_labels(),
-                "attention": attention_templates(cfg["n_layers"], cfg["n_heads"], {"attn": out["attn"].numpy()},
-                                                 [chr(b) for b in sample])}
-    files[LAB_JSON] = (json.dumps(manifest, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
-    return files
-
-
-def write_assets(directory, root=None) -> tuple:
-    """Write the lab's files into ``directory`` (``_static/lab``) unless the key of tinytf's code and the
-    checkpoints is unchanged; remove others. Returns (written, removed) paths."""
-    directory = Path(directory)
-    root = Path(root) if root else Path(__file__).resolve().parents[2]
-    key = _assets_key(root)
-    stamp = directory / KEY_FILE
-    if stamp.is_file() and stamp.read_text().strip() == key and (directory / LAB_JSON).is_file():
-        return [], []
-    import torch as _torch
-
-    threads = _torch.get_num_threads()
-    _torch.set_num_threads(1)
-    try:
-        files = build_assets(directory)
-    finally:
-        _torch.set_num_threads(threads)
-    directory.mkdir(parents=True, exist_ok=True)
-    written, removed = [], []
-    for name, data in files.items():
-        path = directory / name
-        if not (path.is_file() and path.read_bytes() == data):
-            tmp = path.with_name(name + ".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
-            written.append(path)
-    for path in sorted(directory.iterdir()):
-        if path.name not in files and path.name != KEY_FILE and path.is_file():
-            path.unlink()
-            removed.append(path)
-    stamp.write_text(key + "\n")
-    return written, removed

@@ -13,13 +13,21 @@ mask's cells are the weights 0 the model computes).
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..errors import TinyTFInputError
+from ..lab import pretrained
+from ..lab.browser_lab import (INPUTS, KEY_FILE, LAB_FORMAT, LAB_JSON, OUTPUTS, export_lab_onnx, file_name,
+                               lab_config, run_lab, snapshot_models)
 from . import binding as bnd
 from .common import FONT, SEQUENTIAL, make_figure, spec_only
-from .templates import _set, figure_of, plain
+from .templates import _set, byte_labels, figure_of, plain
 
 HEIGHT = 440
 
@@ -83,3 +91,69 @@ def apply(tpl: dict, outputs: dict, labels: list) -> dict:
 def attention_templates(n_layers: int, n_heads: int, sample: dict, labels: list) -> dict:
     """{"<layer>-<head>": template} for every layer and head, built from one sample of outputs."""
     return {f"{l}-{h}": template(attention_view(sample, labels, l, h)) for l in range(n_layers) for h in range(n_heads)}
+
+
+# ------------------------------------------------------------------ the lab's files in _static/lab
+def _assets_key(root: Path) -> str:
+    h = hashlib.sha256(LAB_FORMAT.encode())
+    for pattern in ("tinytf/**/*.py", "tinytf/checkpoints/text-4l*"):
+        for path in sorted(root.glob(pattern)):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def build_assets(directory) -> dict:
+    """{file name: bytes} of the lab: one ONNX graph per snapshot and lab.json (models, shape, the byte
+    labels, the attention templates)."""
+    files, models = {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, label, step in snapshot_models():
+            model = pretrained.load(key).float().eval()
+            path = Path(tmp) / file_name(key)
+            export_lab_onnx(model, path)
+            data = path.read_bytes()
+            files[path.name] = data
+            models.append({"key": key, "label": label, "step": step, "file": path.name, "bytes": len(data),
+                           "sha256": hashlib.sha256(data).hexdigest()})
+    final = pretrained.load("text-4l").float().eval()
+    sample = list(b"abc")
+    out = run_lab(final, sample)
+    cfg = lab_config(final)
+    manifest = {"format": LAB_FORMAT, "models": models, "config": cfg, "outputs": list(OUTPUTS),
+                "inputs": list(INPUTS), "byte_labels": byte_labels(),
+                "attention": attention_templates(cfg["n_layers"], cfg["n_heads"], {"attn": out["attn"].numpy()},
+                                                 [chr(b) for b in sample])}
+    files[LAB_JSON] = (json.dumps(manifest, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+    return files
+
+
+def write_assets(directory, root=None) -> tuple:
+    """Write the lab's files into ``directory`` (``_static/lab``) unless the key of tinytf's code and the
+    checkpoints is unchanged; remove others. Returns (written, removed) paths."""
+    directory = Path(directory)
+    root = Path(root) if root else Path(__file__).resolve().parents[2]
+    key = _assets_key(root)
+    stamp = directory / KEY_FILE
+    if stamp.is_file() and stamp.read_text().strip() == key and (directory / LAB_JSON).is_file():
+        return [], []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        files = build_assets(directory)
+    finally:
+        torch.set_num_threads(threads)
+    directory.mkdir(parents=True, exist_ok=True)
+    written, removed = [], []
+    for name, data in files.items():
+        path = directory / name
+        if not (path.is_file() and path.read_bytes() == data):
+            tmp = path.with_name(name + ".tmp")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+            written.append(path)
+    for path in sorted(directory.iterdir()):
+        if path.name not in files and path.name != KEY_FILE and path.is_file():
+            path.unlink()
+            removed.append(path)
+    stamp.write_text(key + "\n")
+    return written, removed
