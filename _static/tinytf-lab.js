@@ -232,9 +232,11 @@
     ui.table = el("table", { "class": "tinytf-lab-table", id: id + "-dist" });
     ui.caption = el("caption", {}, "");
     ui.table.appendChild(ui.caption);
-    var head = el("thead"), row = el("tr");
-    [tr("Rank"), tr("Byte"), tr("Probability")].forEach(function (h) { row.appendChild(el("th", { scope: "col" }, h)); });
-    head.appendChild(row);
+    var head = el("thead"), headRow = el("tr");
+    [tr("Rank"), tr("Byte"), tr("Probability")].forEach(function (h) {
+      headRow.appendChild(el("th", { scope: "col" }, h));
+    });
+    head.appendChild(headRow);
     ui.table.appendChild(head);
     ui.tbody = el("tbody");
     ui.table.appendChild(ui.tbody);
@@ -242,7 +244,8 @@
     tableBox.appendChild(ui.table);
     root.appendChild(tableBox);
     // the generated text
-    root.appendChild(el("p", { "class": "tinytf-lab-label", id: id + "-out-label" }, tr("Generated text (the prompt, then what the model wrote)")));
+    root.appendChild(el("p", { "class": "tinytf-lab-label", id: id + "-out-label" },
+                        tr("Generated text (the prompt, then what the model wrote)")));
     ui.output = el("pre", { "class": "tinytf-lab-output", id: id + "-output", "aria-labelledby": id + "-out-label",
                             tabindex: "0" });
     root.appendChild(ui.output);
@@ -331,7 +334,8 @@
     ui.heads = [];
     for (var l = 0; l < cfg.n_layers; l++) {
       var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": tr("Layer {l}", { l: l }) });
-      line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, tr("Layer {l}", { l: l })));
+      line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" },
+                          tr("Layer {l}", { l: l })));
       for (var h = 0; h < cfg.n_heads; h++) {
         var box = el("input", { type: "checkbox", id: ui.id + "-head-" + l + "-" + h, "data-layer": String(l),
                                 "data-head": String(h) });
@@ -359,7 +363,8 @@
     ui.lensBox.appendChild(el("p", { "class": "tinytf-lab-label", id: ui.id + "-lens-label" },
       tr("Logit lens: the next-byte guess after each block, for every position of the prompt (the model's own final norm and LM head applied to the stream leaving each block)")));
     ui.lens = el("table", { "class": "tinytf-lab-table tinytf-lab-lens", id: ui.id + "-lens" });
-    ui.lens.appendChild(el("caption", {}, tr("Guess (and its probability) after each block; the last row is the byte that really comes next")));
+    ui.lens.appendChild(el("caption", {},
+      tr("Guess (and its probability) after each block; the last row is the byte that really comes next")));
     var box = el("div", { "class": "tinytf-lab-tablebox", tabindex: "0", role: "region",
                           "aria-labelledby": ui.id + "-lens-label" });
     box.appendChild(ui.lens);
@@ -398,7 +403,7 @@
     }).then(function (sess) {
       lab.session = sess; lab.entry = entry;
       ui.progress.hidden = true;
-      say(lab, fill(lab.M.ready, { model: entry.label }));
+      say(lab, fill(lab.M.ready, { model: tr(entry.label) }));
     }, function (err) { ui.progress.hidden = true; throw err; });
   }
 
