@@ -346,6 +346,20 @@ def translate_templates(app: Sphinx, exception) -> None:
     if exception is not None or _catalogue is None or app.builder.format != "html":
         return
     translate_template_files(Path(app.outdir) / "_static" / "models", _catalogue, str(app.config.language))
+    translate_lab_file(Path(app.outdir) / "_static" / "lab" / "lab.json", _catalogue, str(app.config.language))
+
+
+def translate_lab_file(path: Path, catalogue, lang: str) -> bool:
+    """The lab's lab.json of this build (its attention templates) in its language, once; whether it was written."""
+    if not path.is_file():
+        return False
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("language") == lang:
+        return False
+    text = json.dumps(dict(catalogue.lab_file(data), language=lang), ensure_ascii=False, separators=(",", ":"))
+    path.unlink()  # (a link to the English edition's file must not be written through)
+    path.write_text(text, encoding="utf-8")
+    return True
 
 
 def translate_template_files(models: Path, catalogue, lang: str, pattern: str = "*/*.json.gz") -> int:

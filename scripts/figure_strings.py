@@ -32,7 +32,8 @@ source of: msgid = the English text, msgstr = the translation. The Chinese editi
 * **the static panel's figures**: the figure templates the page fills with the model's outputs
   (``_static/models/<model>/*.json.gz``, ``tinytf.viz.templates``, written by ``scripts/static_assets.py`` at every
   book build, which must have run once): their texts as above, and the format strings of their bindings
-  (``"{} reads {}: weight {:.3f} (mean of heads)"``: keep each ``{...}``, in order).
+  (``"{} reads {}: weight {:.3f} (mean of heads)"``: keep each ``{...}``, in order); and the lab's attention
+  templates (``_static/lab/lab.json``, ``tinytf.viz.lab``), the same way.
 
 A name that stays as it is in Chinese (``RMSNorm``, ``Attn(Norm1(x))``) has msgstr = msgid, so that "translated"
 means "looked at". ``--check`` reports a message without a translation, a fuzzy one, one whose placeholders differ
@@ -52,6 +53,7 @@ LOCALES = ROOT / "locales"
 LANG = "zh_CN"
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
 MODELS = ROOT / "_static" / "models"  # the panel's figure templates (scripts/static_assets.py writes them)
+LAB_JSON = ROOT / "_static" / "lab" / "lab.json"  # the lab's attention templates (written with them)
 JS_SOURCES = (ROOT / "tinytf" / "viz" / "figure_core.js", ROOT / "_static" / "tinytf-panel.js",
               ROOT / "_static" / "tinytf-lab.js")
 PAGES_MD = (ROOT / "intro.md",)  # markdown pages besides the chapters' notebooks (and chapters/*.md)
@@ -252,6 +254,12 @@ class Catalogue:
                                        bindings=_formats(tpl.get("bindings", []), self.message))
         return out
 
+    def lab_file(self, data: dict) -> dict:
+        """The lab's lab.json with its attention templates translated (as template_file)."""
+        return dict(data, attention={k: dict(t, figure=self.figure(t["figure"]),
+                                              bindings=_formats(t.get("bindings", []), self.message))
+                                     for k, t in data.get("attention", {}).items()})
+
     def ui(self) -> dict:
         """The strings of the figure core and the panel scripts: what the page gives as window.tinytfStrings."""
         return {m: self.messages[m] for m in sorted(js_messages()) if m in self.messages}
@@ -333,8 +341,16 @@ def read_template_file(path: Path) -> dict:
 
 
 def template_messages() -> dict:
-    """msgid -> source (the model's folder) for the strings of the panel's figure templates."""
+    """msgid -> source (the model's folder) for the strings of the panel's figure templates and the lab's."""
     found = {}
+    if not LAB_JSON.is_file():
+        raise FileNotFoundError(f"{LAB_JSON.relative_to(ROOT)} is missing: run python scripts/static_assets.py")
+    where = LAB_JSON.relative_to(ROOT).as_posix()
+    for tpl in json.loads(LAB_JSON.read_text(encoding="utf-8"))["attention"].values():
+        for text in figure_texts(tpl["figure"]):
+            for msgid in text_messages(text):
+                found.setdefault(msgid, where)
+        _formats(tpl.get("bindings", []), lambda fmt: found.setdefault(fmt, where))
     for path in template_files():
         where = path.parent.relative_to(ROOT).as_posix()
         for tpl in read_template_file(path)["templates"].values():

@@ -259,3 +259,14 @@ def test_toggle_titles_in_chinese(catalogue):
     assert zh == ("<details><summary>参考答案</summary>\n\n<details class=\"x\">\n<summary>答案</summary>"
                   "<summary>输出说明了什么</summary>")
     assert catalogue.raw_html("<p>Solution</p>") == "<p>Solution</p>"
+
+
+def test_lab_attention_templates_in_chinese(catalogue):
+    data = json.loads(fs.LAB_JSON.read_text(encoding="utf-8"))
+    zh = catalogue.lab_file(data)
+    assert sorted(zh["attention"]) == sorted(data["attention"]) and zh["models"] == data["models"]
+    for key, tpl in zh["attention"].items():
+        title = _title(tpl["figure"])
+        assert CJK.search(title) and "头" in title, (key, title)
+        assert tpl["bindings"] == data["attention"][key]["bindings"]
+    assert not catalogue.missing, sorted(catalogue.missing)[:5]
