@@ -38,7 +38,7 @@
         var s = document.createElement("script");
         s.src = src;
         s.onload = function () { resolve(); };
-        s.onerror = function () { reject(new Error("could not load " + src)); };
+        s.onerror = function () { reject(new Error(tr("could not load {src}", { src: src }))); };
         document.head.appendChild(s);
       });
     });
@@ -46,7 +46,7 @@
   function runtime() {
     return loadScript(ORT_DIR + "ort.wasm.min.js").then(function () {
       var ort = window.ort;
-      if (!ort) { throw new Error("onnxruntime-web did not load"); }
+      if (!ort) { throw new Error(tr("onnxruntime-web did not load")); }
       ort.env.wasm.numThreads = 1;
       ort.env.wasm.wasmPaths = new URL(ORT_DIR, document.baseURI).href;
       return ort;
@@ -147,13 +147,21 @@
   }
 
   // ------------------------------------------------------------------ words
+  // the lab's words: English, or the page's translation (window.tinytfStrings, which the Chinese edition gives
+  // from the figure catalogue: scripts/figure_strings.py extracts the string of every tr call in this file),
+  // through the core's tr; {name} is filled from values. The page's state (data-lab: names, rules, messages) comes
+  // translated in the Chinese edition's HTML (figure_strings.Catalogue.raw_html).
+  function tr(text, values) {
+    var core = window.tinytfCore || window.tinytfFigures;
+    return core && core.tr ? core.tr(text, values) : values ? fill(text, values) : text;
+  }
   function fill(template, values) {
     return template.replace(/\{(\w+)\}/g, function (m, k) { return k in values ? String(values[k]) : m; });
   }
   function utf8(text) { return Array.from(new TextEncoder().encode(text)); }
   function byteName(labels, b) {
-    if (b === 32) { return "␣ (space)"; }
-    if (b === 10) { return "↵ (new line)"; }
+    if (b === 32) { return tr("␣ (space)"); }
+    if (b === 10) { return tr("↵ (new line)"); }
     return labels[b];
   }
 
@@ -195,10 +203,10 @@
     root.textContent = "";
     var ui = { root: root, id: id };
     var form = el("div", { "class": "tinytf-lab-form" });
-    ui.prompt = field(form, id + "-prompt", "Prompt (the text the model continues)",
+    ui.prompt = field(form, id + "-prompt", tr("Prompt (the text the model continues)"),
                       el("textarea", { id: id + "-prompt", rows: "3", spellcheck: "false" }));
     ui.prompt.value = d.prompt;
-    var row = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": "Sampling settings" });
+    var row = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": tr("Sampling settings") });
     ui.settings = {};
     ["temperature", "top_k", "top_p", "seed", "n_bytes"].forEach(function (name) {
       var step = name === "temperature" ? 0.1 : name === "top_p" ? 0.05 : 1;
@@ -210,12 +218,12 @@
     });
     form.appendChild(row);
     var actions = el("div", { "class": "tinytf-lab-row" });
-    ui.generate = el("button", { type: "button", "class": "tinytf-lab-button", id: id + "-generate" }, "Generate");
+    ui.generate = el("button", { type: "button", "class": "tinytf-lab-button", id: id + "-generate" }, tr("Generate"));
     actions.appendChild(ui.generate);
     form.appendChild(actions);
     root.appendChild(form);
     ui.status = el("p", { "class": "tinytf-lab-status", role: "status", "aria-live": "polite", id: id + "-status" });
-    ui.progress = el("progress", { max: "1", value: "0", "aria-label": "Loading the model", hidden: "" });
+    ui.progress = el("progress", { max: "1", value: "0", "aria-label": tr("Loading the model"), hidden: "" });
     root.appendChild(ui.progress);
     root.appendChild(ui.status);
     ui.message = el("div", { "class": "tinytf-lab-message", "aria-live": "polite", id: id + "-message" });
@@ -224,9 +232,11 @@
     ui.table = el("table", { "class": "tinytf-lab-table", id: id + "-dist" });
     ui.caption = el("caption", {}, "");
     ui.table.appendChild(ui.caption);
-    var head = el("thead"), tr = el("tr");
-    ["Rank", "Byte", "Probability"].forEach(function (h) { tr.appendChild(el("th", { scope: "col" }, h)); });
-    head.appendChild(tr);
+    var head = el("thead"), headRow = el("tr");
+    [tr("Rank"), tr("Byte"), tr("Probability")].forEach(function (h) {
+      headRow.appendChild(el("th", { scope: "col" }, h));
+    });
+    head.appendChild(headRow);
     ui.table.appendChild(head);
     ui.tbody = el("tbody");
     ui.table.appendChild(ui.tbody);
@@ -234,7 +244,8 @@
     tableBox.appendChild(ui.table);
     root.appendChild(tableBox);
     // the generated text
-    root.appendChild(el("p", { "class": "tinytf-lab-label", id: id + "-out-label" }, "Generated text (the prompt, then what the model wrote)"));
+    root.appendChild(el("p", { "class": "tinytf-lab-label", id: id + "-out-label" },
+                        tr("Generated text (the prompt, then what the model wrote)")));
     ui.output = el("pre", { "class": "tinytf-lab-output", id: id + "-output", "aria-labelledby": id + "-out-label",
                             tabindex: "0" });
     root.appendChild(ui.output);
@@ -305,8 +316,8 @@
     var cfg = man.config, ui = lab.ui;
     lab.mask = new Float32Array(cfg.n_layers * cfg.n_heads).fill(1);
     if (has(lab, "snapshots")) {
-      ui.model = field(ui.modelBox, ui.id + "-model", "Model (text-4l during its training)",
-                       select(ui.id + "-model", man.models.map(function (m) { return [m.key, m.label]; }),
+      ui.model = field(ui.modelBox, ui.id + "-model", tr("Model (text-4l during its training)"),
+                       select(ui.id + "-model", man.models.map(function (m) { return [m.key, tr(m.label)]; }),
                               lab.state.defaults.model));
       ui.model.addEventListener("change", function () {
         if (lab.busy) { ui.model.value = lab.entry.key; return; }  // not while generating
@@ -319,18 +330,19 @@
   }
   function buildHeads(lab, cfg) {
     var ui = lab.ui, fs = el("fieldset", { "class": "tinytf-lab-heads" });
-    fs.appendChild(el("legend", {}, "Heads switched on (uncheck a head to remove its output before W_o)"));
+    fs.appendChild(el("legend", {}, tr("Heads switched on (uncheck a head to remove its output before W_o)")));
     ui.heads = [];
     for (var l = 0; l < cfg.n_layers; l++) {
-      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": "Layer " + l });
-      line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, "Layer " + l));
+      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": tr("Layer {l}", { l: l }) });
+      line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" },
+                          tr("Layer {l}", { l: l })));
       for (var h = 0; h < cfg.n_heads; h++) {
         var box = el("input", { type: "checkbox", id: ui.id + "-head-" + l + "-" + h, "data-layer": String(l),
                                 "data-head": String(h) });
         box.checked = true;
         var label = el("label", { "for": box.id, "class": "tinytf-lab-check" });
         label.appendChild(box);
-        label.appendChild(el("span", { "aria-label": "layer " + l + " head " + h }, "h" + h));
+        label.appendChild(el("span", { "aria-label": tr("layer {l} head {h}", { l: l, h: h }) }, "h" + h));
         line.appendChild(label);
         ui.heads.push(box);
         box.addEventListener("change", function () { onHeads(lab); });
@@ -338,7 +350,7 @@
       fs.appendChild(line);
     }
     ui.allOn = el("button", { type: "button", "class": "tinytf-lab-button tinytf-lab-secondary", id: ui.id + "-all-on" },
-                  "Switch every head on");
+                  tr("Switch every head on"));
     ui.allOn.addEventListener("click", function () {
       ui.heads.forEach(function (b) { b.checked = true; });
       onHeads(lab);
@@ -349,11 +361,10 @@
   function buildLens(lab) {
     var ui = lab.ui;
     ui.lensBox.appendChild(el("p", { "class": "tinytf-lab-label", id: ui.id + "-lens-label" },
-      "Logit lens: the next-byte guess after each block, for every position of the prompt (the model's own " +
-      "final norm and LM head applied to the stream leaving each block)"));
+      tr("Logit lens: the next-byte guess after each block, for every position of the prompt (the model's own final norm and LM head applied to the stream leaving each block)")));
     ui.lens = el("table", { "class": "tinytf-lab-table tinytf-lab-lens", id: ui.id + "-lens" });
-    ui.lens.appendChild(el("caption", {}, "Guess (and its probability) after each block; the last row is the byte " +
-                                         "that really comes next"));
+    ui.lens.appendChild(el("caption", {},
+      tr("Guess (and its probability) after each block; the last row is the byte that really comes next")));
     var box = el("div", { "class": "tinytf-lab-tablebox", tabindex: "0", role: "region",
                           "aria-labelledby": ui.id + "-lens-label" });
     box.appendChild(ui.lens);
@@ -361,10 +372,10 @@
   }
   function buildAttention(lab, cfg) {
     var ui = lab.ui, d = lab.state.defaults;
-    var attn = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": "Attention map" });
+    var attn = el("div", { "class": "tinytf-lab-row", role: "group", "aria-label": tr("Attention map") });
     var opts = function (n) { return Array.from({ length: n }, function (_, i) { return [i, String(i)]; }); };
-    ui.layer = field(attn, ui.id + "-layer", "Layer", select(ui.id + "-layer", opts(cfg.n_layers), d.layer));
-    ui.head = field(attn, ui.id + "-head", "Head", select(ui.id + "-head", opts(cfg.n_heads), d.head));
+    ui.layer = field(attn, ui.id + "-layer", tr("Layer"), select(ui.id + "-layer", opts(cfg.n_layers), d.layer));
+    ui.head = field(attn, ui.id + "-head", tr("Head"), select(ui.id + "-head", opts(cfg.n_heads), d.head));
     ui.attnBox.appendChild(attn);
     ui.figure = el("div", { "class": "tinytf-lab-figure", id: ui.id + "-attn" });
     ui.attnBox.appendChild(ui.figure);
@@ -392,7 +403,7 @@
     }).then(function (sess) {
       lab.session = sess; lab.entry = entry;
       ui.progress.hidden = true;
-      say(lab, fill(lab.M.ready, { model: entry.label }));
+      say(lab, fill(lab.M.ready, { model: tr(entry.label) }));
     }, function (err) { ui.progress.hidden = true; throw err; });
   }
 
@@ -422,7 +433,7 @@
     }
     if (ok) { delete lab.errors[name]; lab.settings[name] = value; box.removeAttribute("aria-invalid"); }
     else {
-      var kept = lab.settings[name] === null ? "no limit" : String(lab.settings[name]);
+      var kept = lab.settings[name] === null ? tr("no limit") : String(lab.settings[name]);
       lab.errors[name] = fill(lab.M.setting, { name: state.names[name], rule: state.rules[name], value: raw, kept: kept });
       box.setAttribute("aria-invalid", "true");
     }
@@ -451,16 +462,16 @@
     ui.tbody.textContent = "";
     ui.caption.textContent = fill(lab.M.caption, { shown: Math.min(kept.length, lab.state.top), kept: kept.length });
     kept.slice(0, lab.state.top).forEach(function (b, r) {
-      var p = probs[b], tr = el("tr");
-      tr.appendChild(el("td", {}, String(r + 1)));
-      tr.appendChild(el("td", {}, byteName(lab.manifest.byte_labels, b)));
+      var p = probs[b], row = el("tr");
+      row.appendChild(el("td", {}, String(r + 1)));
+      row.appendChild(el("td", {}, byteName(lab.manifest.byte_labels, b)));
       var cell = el("td", { "class": "tinytf-lab-pcell" });
       var bar = el("span", { "class": "tinytf-lab-bar", "aria-hidden": "true" });
       bar.style.width = (100 * p).toFixed(1) + "%";
       cell.appendChild(bar);
       cell.appendChild(el("span", { "class": "tinytf-lab-p" }, (100 * p).toFixed(p < 0.001 ? 3 : 1) + "%"));
-      tr.appendChild(cell);
-      ui.tbody.appendChild(tr);
+      row.appendChild(cell);
+      ui.tbody.appendChild(row);
     });
   }
   function showLens(lab) {
@@ -468,23 +479,23 @@
     if (!ui.lens || !lab.outputs) { return; }
     var lens = lab.outputs.lens, L = lens.dims[0], T = lens.dims[1], V = lens.dims[2], names = lab.manifest.byte_labels;
     var body = el("tbody"), thead = el("thead"), headRow = el("tr");
-    headRow.appendChild(el("th", { scope: "col" }, "after the byte"));
+    headRow.appendChild(el("th", { scope: "col" }, tr("after the byte")));
     lab.labels.forEach(function (lb, t) { headRow.appendChild(el("th", { scope: "col" }, t + ": " + lb)); });
     thead.appendChild(headRow);
     lab.lensTop = [];
     for (var l = 0; l < L; l++) {
-      var tr = el("tr"), tops = [];
-      tr.appendChild(el("th", { scope: "row" }, "block " + l));
+      var line = el("tr"), tops = [];
+      line.appendChild(el("th", { scope: "row" }, tr("block {l}", { l: l })));
       for (var t = 0; t < T; t++) {
         var p = softmax(lens.data.subarray((l * T + t) * V, (l * T + t + 1) * V)), b = argmax(p);
         tops.push([b, p[b]]);
-        tr.appendChild(el("td", {}, byteName(names, b) + " " + (100 * p[b]).toFixed(0) + "%"));
+        line.appendChild(el("td", {}, byteName(names, b) + " " + (100 * p[b]).toFixed(0) + "%"));
       }
       lab.lensTop.push(tops);
-      body.appendChild(tr);
+      body.appendChild(line);
     }
     var truth = el("tr");
-    truth.appendChild(el("th", { scope: "row" }, "really next"));
+    truth.appendChild(el("th", { scope: "row" }, tr("really next")));
     for (var u = 0; u < T; u++) { truth.appendChild(el("td", {}, u + 1 < T ? byteName(names, lab.ids[u + 1]) : "?")); }
     body.appendChild(truth);
     var cap = ui.lens.querySelector("caption");
@@ -558,7 +569,7 @@
                 prefix: lab.ui.prompt.value };
       g.draw = mulberry32(g.s.seed);
       lab.busy = true; lab.stop = false; lab.generated = g.bytes; lab.stepTimes = [];
-      lab.ui.generate.textContent = "Stop";
+      lab.ui.generate.textContent = tr("Stop");
       function loop(out) {
         var next = step(lab, g, out);
         if (!next) { return null; }
@@ -572,7 +583,7 @@
             (g.refill !== null ? fill(lab.M.refill, { at: g.refill + 1, max: g.max }) : ""));
       }).finally(function () {
         lab.busy = false;
-        lab.ui.generate.textContent = "Generate";
+        lab.ui.generate.textContent = tr("Generate");
       });
     });
   }

@@ -31,7 +31,9 @@ HTML book self-contained:
 * in another language's edition (``language: zh_CN``): translates the words of every figure and of the static
   panel with the figure catalogue, ``locales/<language>/LC_MESSAGES/figures.po`` (``scripts/figure_strings.py``),
   as it writes their HTML, translates the panel's figure templates in the build's ``_static/models/``, and gives
-  every page the figure core's and the panel's words as ``window.tinytfStrings``. The notebooks are not changed, and the English edition's HTML is what it was.
+  every page the figure core's, the panel's and the lab's words as ``window.tinytfStrings``, and translates the
+  raw HTML of the pages' markdown (a lab's data and note, the toggles' ``<summary>`` titles). The notebooks are
+  not changed, and the English edition's HTML is what it was.
 """
 from __future__ import annotations
 
@@ -344,6 +346,20 @@ def translate_templates(app: Sphinx, exception) -> None:
     if exception is not None or _catalogue is None or app.builder.format != "html":
         return
     translate_template_files(Path(app.outdir) / "_static" / "models", _catalogue, str(app.config.language))
+    translate_lab_file(Path(app.outdir) / "_static" / "lab" / "lab.json", _catalogue, str(app.config.language))
+
+
+def translate_lab_file(path: Path, catalogue, lang: str) -> bool:
+    """The lab's lab.json of this build (its attention templates) in its language, once; whether it was written."""
+    if not path.is_file():
+        return False
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("language") == lang:
+        return False
+    text = json.dumps(dict(catalogue.lab_file(data), language=lang), ensure_ascii=False, separators=(",", ":"))
+    path.unlink()  # (a link to the English edition's file must not be written through)
+    path.write_text(text, encoding="utf-8")
+    return True
 
 
 def translate_template_files(models: Path, catalogue, lang: str, pattern: str = "*/*.json.gz") -> int:
@@ -365,6 +381,23 @@ def translate_template_files(models: Path, catalogue, lang: str, pattern: str = 
     return written
 
 
+def translate_raw_html(app: Sphinx, doctree) -> None:
+    """In another language's edition, the raw HTML of a page's markdown (which gettext does not extract): a lab div's
+    data and note, and the toggles' titles (``<summary>Solution</summary>``), from the figure catalogue."""
+    if _catalogue is None:
+        return
+    from docutils import nodes
+
+    for node in list(doctree.findall(nodes.raw)):
+        if "html" not in node.get("format", "").split():
+            continue
+        text = node.astext()
+        new = _catalogue.raw_html(text)
+        if new != text:
+            node.children = []
+            node += nodes.Text(new)
+
+
 def report_missing(app: Sphinx, exception) -> None:
     if exception is None and _catalogue is not None and _catalogue.missing:
         from sphinx.util import logging
@@ -380,6 +413,7 @@ def setup(app: Sphinx):
     app.connect("config-inited", lazy_assets_off_pages)
     app.connect("config-inited", load_catalogue)
     app.connect("builder-inited", add_ui_strings)
+    app.connect("doctree-read", translate_raw_html)
     app.connect("build-finished", translate_templates)
     app.connect("build-finished", report_missing, priority=900)
     app.connect("builder-inited", copy_core)

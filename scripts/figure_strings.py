@@ -18,16 +18,22 @@ source of: msgid = the English text, msgstr = the translation. The Chinese editi
   ``RoPE at position {0}: each pair turned by its own angle × {1}``; the translation places each ``{n}`` where
   its language wants it. Years (2017, 2026) stay in the text. Segments with no word in them (token labels
   ``3: a``, ``+``, ``[3, 128]``, ``K h0``) and code names (``blocks.0.ffn.out``) are not messages.
-* **the figure core and the panel** (``tinytf/viz/figure_core.js``, ``_static/tinytf-panel.js``): the argument of
-  every ``tr("...")`` call (Play, Pause, the step readout, "Describe this figure", the generated description, the
-  panel's labels and status lines), with ``{name}`` placeholders that the script fills. The page gives the
+* **the figure core, the panel and the lab** (``tinytf/viz/figure_core.js``, ``_static/tinytf-panel.js``,
+  ``_static/tinytf-lab.js``): the argument of every ``tr("...")`` call (Play, Pause, the step readout, "Describe
+  this figure", the generated description, the panel's and the lab's labels, buttons, table headers and status
+  lines), with ``{name}`` placeholders that the script fills; and the labels of the lab's snapshots. The page gives the
   translations as ``window.tinytfStrings`` (only the Chinese edition; English is the default in the code).
 * **the static panel's data** (``tinytf.viz.static_panel``): its message templates for bad input, its note, its
   view names, and the models' labels of ``tinytf.lab.onnx_export.book_models()``;
+* **the lab's data** (``tinytf.lab.browser_lab``: the names, rules and messages a lab div carries, and its note
+  without JavaScript), translated in the page's HTML (``Catalogue.raw_html``);
+* **the toggles' titles**: the ``<summary>...</summary>`` text of the raw HTML in the pages' markdown (Solution,
+  Answers, What the output says, ...), which gettext does not extract (``Catalogue.raw_html`` translates them);
 * **the static panel's figures**: the figure templates the page fills with the model's outputs
   (``_static/models/<model>/*.json.gz``, ``tinytf.viz.templates``, written by ``scripts/static_assets.py`` at every
   book build, which must have run once): their texts as above, and the format strings of their bindings
-  (``"{} reads {}: weight {:.3f} (mean of heads)"``: keep each ``{...}``, in order).
+  (``"{} reads {}: weight {:.3f} (mean of heads)"``: keep each ``{...}``, in order); and the lab's attention
+  templates (``_static/lab/lab.json``, ``tinytf.viz.lab``), the same way.
 
 A name that stays as it is in Chinese (``RMSNorm``, ``Attn(Norm1(x))``) has msgstr = msgid, so that "translated"
 means "looked at". ``--check`` reports a message without a translation, a fuzzy one, one whose placeholders differ
@@ -47,7 +53,10 @@ LOCALES = ROOT / "locales"
 LANG = "zh_CN"
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
 MODELS = ROOT / "_static" / "models"  # the panel's figure templates (scripts/static_assets.py writes them)
-JS_SOURCES = (ROOT / "tinytf" / "viz" / "figure_core.js", ROOT / "_static" / "tinytf-panel.js")
+LAB_JSON = ROOT / "_static" / "lab" / "lab.json"  # the lab's attention templates (written with them)
+JS_SOURCES = (ROOT / "tinytf" / "viz" / "figure_core.js", ROOT / "_static" / "tinytf-panel.js",
+              ROOT / "_static" / "tinytf-lab.js")
+PAGES_MD = (ROOT / "intro.md",)  # markdown pages besides the chapters' notebooks (and chapters/*.md)
 
 # keys whose strings a reader sees (in lists too); frames' "name" and the slider's "args" are frame keys, and
 # plotly's own slider and buttons are replaced by the figure core's HTML controls (so "currentvalue" and the
@@ -245,6 +254,12 @@ class Catalogue:
                                        bindings=_formats(tpl.get("bindings", []), self.message))
         return out
 
+    def lab_file(self, data: dict) -> dict:
+        """The lab's lab.json with its attention templates translated (as template_file)."""
+        return dict(data, attention={k: dict(t, figure=self.figure(t["figure"]),
+                                              bindings=_formats(t.get("bindings", []), self.message))
+                                     for k, t in data.get("attention", {}).items()})
+
     def ui(self) -> dict:
         """The strings of the figure core and the panel scripts: what the page gives as window.tinytfStrings."""
         return {m: self.messages[m] for m in sorted(js_messages()) if m in self.messages}
@@ -254,6 +269,36 @@ class Catalogue:
         out["messages"] = {k: self.message(v) if v.strip() else v for k, v in state.get("messages", {}).items()}
         out["views"] = {k: self.message(v) for k, v in state.get("views", {}).items()}
         return out
+
+    def _keep_space(self, text: str) -> str:
+        """A message translated with the spaces around it kept (" From byte {at} on, ..." -> " 从第 {at} 个...")."""
+        m = re.match(r"^(\s*)(.*?)(\s*)$", text, re.S)
+        return m.group(1) + self.message(m.group(2)) + m.group(3) if m.group(2) else text
+
+    def lab_state(self, state: dict) -> dict:
+        """A lab div's state (tinytf.lab.browser_lab.page_state) with its names, rules and messages translated."""
+        out = dict(state)
+        for key in ("names", "rules", "messages"):
+            out[key] = {k: self._keep_space(v) for k, v in state.get(key, {}).items()}
+        return out
+
+    def raw_html(self, html_text: str) -> str:
+        """The raw HTML of a page's markdown: a lab div (its data and its note) and the titles of the toggles
+        (``<summary>Solution</summary>``) translated; any other HTML as it is."""
+        import html as _html
+
+        out = html_text
+        if "tinytf-lab" in out:
+            from tinytf.lab import browser_lab
+
+            def data(m):
+                state = json.loads(_html.unescape(m.group(1)))
+                new = json.dumps(self.lab_state(state), ensure_ascii=True, sort_keys=True)
+                return 'data-lab="' + _html.escape(new, quote=True) + '"'
+
+            out = re.sub(r'data-lab="([^"]*)"', data, out)
+            out = out.replace(browser_lab.NOTE, self.message(browser_lab.NOTE))
+        return _SUMMARY.sub(lambda m: m.group(1) + self._keep_space(m.group(2)) + m.group(3), out)
 
     def panel_html(self, html_text: str) -> str:
         """A static panel cell's HTML (tinytf.viz.static_panel) with its data and its note translated."""
@@ -296,8 +341,16 @@ def read_template_file(path: Path) -> dict:
 
 
 def template_messages() -> dict:
-    """msgid -> source (the model's folder) for the strings of the panel's figure templates."""
+    """msgid -> source (the model's folder) for the strings of the panel's figure templates and the lab's."""
     found = {}
+    if not LAB_JSON.is_file():
+        raise FileNotFoundError(f"{LAB_JSON.relative_to(ROOT)} is missing: run python scripts/static_assets.py")
+    where = LAB_JSON.relative_to(ROOT).as_posix()
+    for tpl in json.loads(LAB_JSON.read_text(encoding="utf-8"))["attention"].values():
+        for text in figure_texts(tpl["figure"]):
+            for msgid in text_messages(text):
+                found.setdefault(msgid, where)
+        _formats(tpl.get("bindings", []), lambda fmt: found.setdefault(fmt, where))
     for path in template_files():
         where = path.parent.relative_to(ROOT).as_posix()
         for tpl in read_template_file(path)["templates"].values():
@@ -309,6 +362,7 @@ def template_messages() -> dict:
 
 
 # --------------------------------------------------------------------------- the other sources
+_SUMMARY = re.compile(r"(<summary>)([^<]*?)(</summary>)", re.I)
 _TR_CALL = re.compile(r"""\btr\(\s*"((?:[^"\\]|\\.)*)"\s*[,)]""")
 
 
@@ -320,6 +374,39 @@ def js_messages() -> dict:
             found.setdefault(json.loads('"' + m.group(1) + '"'), path.relative_to(ROOT).as_posix())
     for label in model_labels():
         found.setdefault(label, "tinytf/lab/onnx_export.py")
+    from tinytf.lab import browser_lab
+
+    for _, label, _ in browser_lab.snapshot_models():  # the lab's model menu (tr(m.label))
+        found.setdefault(label, "tinytf/lab/browser_lab.py")
+    return found
+
+
+def lab_messages() -> dict:
+    """msgid -> source for the data a lab div carries (names, rules, messages) and its note."""
+    from tinytf.lab import browser_lab
+
+    src = "tinytf/lab/browser_lab.py"
+    found = {}
+    for table in (browser_lab.NAMES, browser_lab.RULES, browser_lab.MESSAGES):
+        for v in table.values():
+            if v.strip():
+                found.setdefault(v.strip(), src)
+    found.setdefault(browser_lab.NOTE, src)
+    return found
+
+
+def summary_messages() -> dict:
+    """msgid -> source for the titles of the toggles (<summary>...</summary>) in the pages' markdown."""
+    found = {}
+    pages = [(p, [c for c in read_notebook(p).get("cells", []) if c.get("cell_type") == "markdown"])
+             for p in sorted(CHAPTERS.glob("*.ipynb"))]
+    pages += [(p, [{"source": p.read_text(encoding="utf-8")}]) for p in list(PAGES_MD) + sorted(CHAPTERS.glob("*.md"))]
+    for path, cells in pages:
+        for cell in cells:
+            src = cell.get("source", "")
+            for m in _SUMMARY.finditer("".join(src) if isinstance(src, list) else src):
+                if m.group(2).strip():
+                    found.setdefault(m.group(2).strip(), path.relative_to(ROOT).as_posix())
     return found
 
 
@@ -360,7 +447,7 @@ def extract(notebooks=None) -> dict:
         for text in figure_texts(spec):
             for msgid in text_messages(text):
                 found.setdefault(msgid, set()).add(where)
-    for source in (js_messages(), panel_messages(), template_messages()):
+    for source in (js_messages(), panel_messages(), lab_messages(), summary_messages(), template_messages()):
         for msgid, where in source.items():
             found.setdefault(msgid, set()).add(where)
     return {k: sorted(v) for k, v in sorted(found.items())}

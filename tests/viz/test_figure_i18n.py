@@ -8,7 +8,9 @@ the book's render plugin (scripts/book_offline.py).
   string of every committed figure comes back unchanged;
 * a Chinese render of a committed figure has Chinese title, axis titles and step labels, and the same div id;
   the English render is byte for byte what it was before the catalogue existed;
-* the static panel's messages, view names and note come out Chinese; the page's UI words cover every tr() call.
+* the static panel's messages, view names and note come out Chinese; the page's UI words cover every tr() call;
+* the lab (_static/tinytf-lab.js) writes no English literal into the page, every word of it and of its data
+  (names, rules, messages, note) has a translation, and the toggles' <summary> titles come out Chinese.
 """
 from __future__ import annotations
 
@@ -205,3 +207,66 @@ def test_page_words_cover_every_tr_call(catalogue):
                             "byte (a Chinese character is 3 bytes)."]
     script = _module("book_offline").ui_strings_js(catalogue)
     assert script.startswith("window.tinytfStrings = {") and "</" not in script
+
+
+def test_lab_words_are_all_in_the_catalogue(catalogue):
+    """Every reader-visible string of the lab goes through tr() (so the catalogue has it): no English literal is
+    written into the page directly, and a lab string missing from the catalogue is reported by --check."""
+    src = (ROOT / "_static" / "tinytf-lab.js").read_text(encoding="utf-8")
+    direct = re.findall(r'(?:textContent = |"aria-label": |el\("\w+", \{[^{}]*\}, |field\([^,]+, [^,]+, )"([^"]*[A-Za-z]{2}[^"]*)"',
+                        src)
+    assert direct == [], direct
+    js = fs.js_messages()
+    for word in ("Generate", "Stop", "Rank", "Prompt (the text the model continues)", "block {l}", "␣ (space)",
+                 "text-4l, fully trained"):
+        assert js.get(word) in ("_static/tinytf-lab.js", "tinytf/lab/browser_lab.py"), word
+        assert CJK.search(catalogue.messages[word]), word
+    entries = fs.read_catalogue(fs.catalogue_path())
+    found = fs.extract()
+    del entries["Generate"]
+    assert "untranslated: 'Generate'" in fs.problems(found, entries)
+
+
+def test_lab_html_in_chinese(catalogue):
+    import html as _html
+
+    from tinytf.lab import browser_lab
+
+    for view in ("all", "sampling", "parts"):
+        en = browser_lab.lab_html(view)
+        zh = catalogue.raw_html(en)
+        state = json.loads(_html.unescape(re.search(r'data-lab="([^"]*)"', zh).group(1)))
+        before = browser_lab.page_state(view)
+        for key in ("names", "rules", "messages"):
+            assert sorted(state[key]) == sorted(before[key])  # keys stay
+            for k, v in state[key].items():
+                assert CJK.search(v) or v in ("Top-k", "Top-p"), (key, k, v)
+                assert sorted(re.findall(r"\{\w+\}", v)) == sorted(re.findall(r"\{\w+\}", before[key][k])), (k, v)
+        assert state["messages"]["refill"].startswith(" ")  # appended to the "generated" message
+        assert state["defaults"] == before["defaults"] and state["limits"] == before["limits"]
+        assert browser_lab.NOTE not in zh and "浏览器中的模型" in zh
+    assert fs.Catalogue({}).raw_html(browser_lab.lab_html()) == browser_lab.lab_html()  # nothing to translate
+
+
+def test_toggle_titles_in_chinese(catalogue):
+    titles = fs.summary_messages()
+    assert {"Solution", "Answers", "What the output says"} <= set(titles)
+    for t in titles:
+        assert CJK.search(catalogue.messages.get(t, "")), f"no translation of the toggle title {t!r}"
+    html_text = ("<details><summary>Solution</summary>\n\n<details class=\"x\">\n<summary>Answers</summary>"
+                 "<summary>What the output says</summary>")
+    zh = catalogue.raw_html(html_text)
+    assert zh == ("<details><summary>参考答案</summary>\n\n<details class=\"x\">\n<summary>答案</summary>"
+                  "<summary>输出说明了什么</summary>")
+    assert catalogue.raw_html("<p>Solution</p>") == "<p>Solution</p>"
+
+
+def test_lab_attention_templates_in_chinese(catalogue):
+    data = json.loads(fs.LAB_JSON.read_text(encoding="utf-8"))
+    zh = catalogue.lab_file(data)
+    assert sorted(zh["attention"]) == sorted(data["attention"]) and zh["models"] == data["models"]
+    for key, tpl in zh["attention"].items():
+        title = _title(tpl["figure"])
+        assert CJK.search(title) and "头" in title, (key, title)
+        assert tpl["bindings"] == data["attention"][key]["bindings"]
+    assert not catalogue.missing, sorted(catalogue.missing)[:5]
