@@ -3,7 +3,7 @@
     python scripts/i18n_check.py                      # every catalogue of every language
     python scripts/i18n_check.py path/to/page.po ...  # some catalogues
 
-A message is reported when its translation is missing or marked fuzzy, or when it does not keep the
+A message is reported when its translation is missing, a copy of an English sentence, or marked fuzzy, or when it does not keep the
 markup of the English text: every inline code span, math span ($...$, $$...$$), MyST role
 ({cite:p}`key`, {ref}`label`, {numref}`...`, ...; the title of {ref}`title <label>` may be
 translated), link target ](...), URL and footnote reference
@@ -31,6 +31,7 @@ _MATH = r"(?<![\\$])\$(?!\$)[^$]+?(?<![\\$])\$"
 _LINK_TARGET = r"\]\([^)]*\)"
 _URL = r"https?://[^\s)>\]]+"
 _FOOTNOTE = r"\[\^[^\]]+\]"
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 _TOKENS = re.compile("|".join(f"(?:{p})" for p in
                               (_ROLE, _CODE, _DISPLAY_MATH, _MATH, _LINK_TARGET, _URL, _FOOTNOTE)), re.S)
 
@@ -64,6 +65,9 @@ def problems(po_path: Path) -> list[str]:
             continue
         if message.fuzzy:
             out.append(f"fuzzy: {short!r}")
+        if msgstr == msgid and "\\" not in msgid and len(_WORD.findall(_TOKENS.sub(" ", msgid))) >= 6:
+            # a sentence of English copied as its own translation (display maths, names and code may stay)
+            out.append(f"untranslated: {short!r} (the English copied)")
         want, got = protected(msgid), protected(msgstr)
         if want != got:
             missing = sorted((want - got).elements())
