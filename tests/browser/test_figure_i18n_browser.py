@@ -15,30 +15,21 @@ Screenshots (for a person): _build/screenshots/zh-figures-1280.png and -375.png.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 import book_browser
+import book_offline
+import figure_strings
 from conftest import SCREENSHOTS, require
 
 ROOT = Path(__file__).resolve().parents[2]
 PANEL = ".tinytf-static-panel"
 CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-def _module(name: str):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 PAGE = """<!DOCTYPE html>
@@ -60,8 +51,7 @@ PAGE = """<!DOCTYPE html>
 @pytest.fixture(scope="module")
 def zh_page(book_html, browser, tmp_path_factory):
     require("onnxruntime-web")
-    fs = _module("figure_strings")
-    offline = _module("book_offline")
+    fs, offline = figure_strings, book_offline
     from tinytf.viz.render import book_html as render
 
     cat = fs.Catalogue.load()

@@ -14,7 +14,6 @@ the book's render plugin (scripts/book_offline.py).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -23,20 +22,11 @@ from pathlib import Path
 
 import pytest
 
+import book_offline  # scripts/ (tests/conftest.py puts it on sys.path)
+import figure_strings as fs
+
 ROOT = Path(__file__).resolve().parents[2]
 CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-def _module(name: str):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fs = _module("figure_strings")
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +136,7 @@ def test_english_render_is_unchanged():
     old = render._html_for(before, render._dumps(before), render.numbered_id(before, {}), cdn=False)
     assert render.book_html(stored, {}) == old
     assert render.book_html(stored, {}, None) == old
-    offline = _module("book_offline")
+    offline = book_offline
     assert offline._catalogue is None  # never loaded outside a non-English build
 
 
@@ -205,7 +195,7 @@ def test_page_words_cover_every_tr_call(catalogue):
     assert ui["Describe this figure"] == "描述此图" and ui["▶ Play"] == "▶ 播放"
     assert "{n} 个字节" in ui["{text} is {chars} characters and {n} bytes in UTF-8: the model reads one token per "
                             "byte (a Chinese character is 3 bytes)."]
-    script = _module("book_offline").ui_strings_js(catalogue)
+    script = book_offline.ui_strings_js(catalogue)
     assert script.startswith("window.tinytfStrings = {") and "</" not in script
 
 
