@@ -376,13 +376,14 @@ def test_residual_view_equals_trace(sublayer, names):
         np.testing.assert_allclose(np.asarray(b.y), np.linalg.norm(x, axis=-1), rtol=1e-12)
     # pre-norm: the third panel is the sum of the first two (what the reader is meant to see)
     np.testing.assert_allclose(np.asarray(heat[2].z), np.asarray(heat[0].z) + np.asarray(heat[1].z), atol=1e-6)
-    assert "+" in heat[2].name
+    assert [t.name for t in heat] == (["H", "Attn(Norm1(H))", "U"] if sublayer == "attn" else
+                                      ["U", "FFN(Norm2(U))", "H'"])
 
 
 def test_residual_view_post_norm_labels():
     model = model_for(norm_position="post")
     fig = viz.residual_view(model, "cat", sublayer="ffn")
-    assert [t.name for t in fig.data if t.type == "heatmap"] == ["x", "FFN(x)", "Norm2(x + FFN(x))"]
+    assert [t.name for t in fig.data if t.type == "heatmap"] == ["U", "FFN(U)", "H' = Norm2(U + FFN(U))"]
     with pytest.raises(tinytf.TinyTFInputError, match="sublayer"):
         viz.residual_view(model, "cat", sublayer="norm")
 

@@ -178,8 +178,9 @@ def mean_rows(per_text: dict) -> list:
 
 def best_per_block(model, texts, twin=None, tie: float = 1e-3) -> dict:
     """For every block and pattern, the head of ``model`` with the highest mean score over ``texts``, with
-    the sample standard deviation (n - 1) of its score over the texts, every head within ``tie`` of that
-    mean (named together), and, if ``twin`` is given, the twin's best mean in the same block.
+    the standard deviation of its score over the texts (population, as in ``spread`` and ``score_tables``),
+    every head within ``tie`` of that mean (named together), and, if ``twin`` is given, the twin's best mean
+    in the same block.
 
     Returns {"blocks": [{layer, pattern: {heads, mean, sd, twin}}], "rows": mean rows of ``model``,
     "twin_rows": those of ``twin`` (or None)}."""
@@ -193,21 +194,31 @@ def best_per_block(model, texts, twin=None, tie: float = 1e-3) -> dict:
         for p in H.PATTERNS:
             best = max(mine, key=lambda r: r[p])
             entry[p] = dict(heads=sorted(r["head"] for r in mine if best[p] - r[p] < tie), mean=best[p],
-                            sd=per_head[(layer, best["head"])][p].std().item(),
+                            sd=per_head[(layer, best["head"])][p].std(unbiased=False).item(),
                             twin=None if twin_rows is None else max(u[p] for u in twin_rows if u["layer"] == layer))
         blocks.append(entry)
     return {"blocks": blocks, "rows": rows, "twin_rows": twin_rows}
 
 
-def format_best_per_block(table: dict, width: int = 24) -> str:
-    """``best_per_block`` as text: one line per block, one cell per pattern, "h1/h2: mean ± sd; twin"."""
-    lines = [f"{'block':>5} {'previous token':>{width}} {'word start':>{width}} {'first byte':>{width}}"
-             "   (best head: mean ± sd; twin's best)"]
-    for entry in table["blocks"]:
+def format_best_per_block(table: dict, width: int = 24, digits: dict | None = None) -> str:
+    """``best_per_block`` as text: one line per block, one cell per pattern, "h1/h2: mean ± sd; twin".
+
+    ``digits``: decimals per pattern (default 2, and 3 for the first byte, whose scores are compared with an
+    even spread of 0.035 on 128-byte windows, as in chapter 2). A column is at least ``width`` wide."""
+    digits = {"first": 3} if digits is None else digits
+    columns = []
+    for p in H.PATTERNS:
+        d = digits.get(p, 2)
         cells = []
-        for p in H.PATTERNS:
+        for entry in table["blocks"]:
             c = entry[p]
-            twin = "" if c["twin"] is None else f"; {c['twin']:.2f}"
-            cells.append(f"{'/'.join(f'h{h}' for h in c['heads'])}: {c['mean']:.2f} ± {c['sd']:.2f}{twin}".rjust(width))
-        lines.append(f"{entry['layer']:>5} " + " ".join(cells))
+            twin = "" if c["twin"] is None else f"; {c['twin']:.{d}f}"
+            cells.append(f"{'/'.join(f'h{h}' for h in c['heads'])}: {c['mean']:.{d}f} ± {c['sd']:.{d}f}{twin}")
+        columns.append(cells)
+    widths = [max([width] + [len(c) for c in cells]) for cells in columns]
+    names = ("previous token", "word start", "first byte")
+    lines = [f"{'block':>5} " + " ".join(f"{n:>{w}}" for n, w in zip(names, widths))
+             + "   (best head: mean ± sd; twin's best)"]
+    for i, entry in enumerate(table["blocks"]):
+        lines.append(f"{entry['layer']:>5} " + " ".join(cells[i].rjust(w) for cells, w in zip(columns, widths)))
     return "\n".join(lines)

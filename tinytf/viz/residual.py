@@ -1,4 +1,7 @@
-"""Residual addition: the stream x, the sublayer's output, and their sum, per token, with norms."""
+"""Residual addition: the stream, the sublayer's output, and their sum, per token, with norms.
+
+The panels are named with chapter 6's symbols (as in the block stepper): H is the stream entering the block,
+U the stream between its two sublayers, H' the stream leaving it."""
 from __future__ import annotations
 
 from ..errors import TinyTFInputError
@@ -9,25 +12,27 @@ SUBLAYERS = ("attn", "ffn")
 
 
 def residual_parts(trace, layer: int = 0, sublayer: str = "attn", config=None):
-    """[(label, trace name)] for x, the sublayer output, and the stream after the add."""
+    """[(label, trace name)] for the stream entering the sublayer (H or U), the sublayer output, and the stream
+    after the add (U or H')."""
     if sublayer not in SUBLAYERS:
         raise TinyTFInputError(f"sublayer must be 'attn' or 'ffn'; got {sublayer!r}")
     p = block_prefix(trace, layer)
     post = is_post_norm(trace, p, config)
     if sublayer == "attn":
         x, f, out = p + "resid_pre", p + "attn.out", p + "resid_mid"
-        names = ("x", "Attn(x)", "Norm1(x + Attn(x))") if post else ("x", "Attn(Norm1(x))", "x + Attn(Norm1(x))")
+        names = ("H", "Attn(H)", "U = Norm1(H + Attn(H))") if post else ("H", "Attn(Norm1(H))", "U")
     else:
         x, f, out = p + "resid_mid", p + "ffn.out", p + "resid_post"
-        names = ("x", "FFN(x)", "Norm2(x + FFN(x))") if post else ("x", "FFN(Norm2(x))", "x + FFN(Norm2(x))")
+        names = ("U", "FFN(U)", "H' = Norm2(U + FFN(U))") if post else ("U", "FFN(Norm2(U))", "H'")
     return list(zip(names, (x, f, out))), post
 
 
 def residual_view(model, ids=None, layer: int = 0, sublayer: str = "attn", labels=None, config=None,
                   batch: int = 0):
-    """Three heatmaps side by side (x, F(Norm(x)), x + F(Norm(x))), one row per token, on one
-    colour scale, and below them each token's L2 norm for the three. For a post-norm block the
-    panels are x, F(x) and Norm(x + F(x)) (the stream itself is normalised)."""
+    """Three heatmaps side by side, one row per token, on one colour scale: the stream entering the sublayer,
+    the sublayer's output and their sum (attention: H, Attn(Norm1(H)), U; FFN: U, FFN(Norm2(U)), H'), and below
+    them each token's L2 norm for the three. For a post-norm block the panels are H, Attn(H) and
+    U = Norm1(H + Attn(H)) (FFN: U, FFN(U), H' = Norm2(U + FFN(U))): the stream itself is normalised."""
     t = get_traced(model, ids, labels=labels, batch=batch, config=config)
     parts, post = residual_parts(t.trace, layer, sublayer, t.config)
     mats = [bnd.source(t.trace, name)[t.batch] for _, name in parts]  # 3 x [T, C], Bound (value + recipe)
@@ -72,7 +77,7 @@ def residual_view(model, ids=None, layer: int = 0, sublayer: str = "attn", label
     if post:
         sub = "post-norm: the sum is normalised, so the stream itself is rescaled at every add"
     else:
-        sub = "pre-norm: the stream x passes through unchanged; the sublayer's output is added to it"
+        sub = "pre-norm: the stream passes through unchanged; the sublayer's output is added to it"
     layout.update(
         font=FONT, height=120 + 36 * T + 330, margin=dict(l=70, r=70, t=90, b=50), plot_bgcolor="white",
         title=dict(text=f"<b>Layer {layer}, {what} sublayer: residual addition per token</b>"
