@@ -14,6 +14,11 @@ Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_ME
 * **The API page stays English** in the Chinese edition (it is generated from the code's English docstrings):
   it gets a one-line Chinese note that says so, and its content is marked ``lang="en"``.
 * The Chinese edition's ``index.html`` (the forward to the landing page) says so in Chinese.
+* **The Chinese search index in seconds, not minutes.** Sphinx's Chinese search language
+  (``sphinx.search.zh.SearchChinese``) keeps every Latin word it has split in a class-level *list* and tests each
+  word it stems for membership in it: quadratic in the book's length (a quarter of the Chinese build's time, ~19 s).
+  ``fast_chinese_search`` makes that list a set with the list's ``extend``: the same words, the same answers to
+  ``in``, so the same index (tested: ``tests/book/test_i18n.py``).
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.search import zh as search_zh
 from sphinx.transforms import SphinxTransform
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +160,23 @@ def chinese_index(app: Sphinx, exception) -> None:
         index.write_text(text, encoding="utf-8")
 
 
+class _TermSet(set):
+    """A set that also takes ``extend`` (what SearchChinese.split calls on its list of Latin terms)."""
+
+    def extend(self, words) -> None:
+        self.update(words)
+
+
+def fast_chinese_search(app: Sphinx, config) -> None:
+    """Give Sphinx's Chinese search language a set of Latin terms instead of a list (see the module docstring)."""
+    if not str(config.language or "").startswith("zh"):
+        return
+    if not isinstance(search_zh.SearchChinese.latin_terms, _TermSet):
+        search_zh.SearchChinese.latin_terms = _TermSet(search_zh.SearchChinese.latin_terms)
+
+
 def setup(app: Sphinx):
+    app.connect("config-inited", fast_chinese_search)
     app.add_transform(TranslateListLikeTitles)
     app.connect("config-inited", add_templates)
     app.connect("html-page-context", page_context)

@@ -75,24 +75,29 @@ FIGURES_NAMED = """() => [...document.querySelectorAll('.plotly-graph-div')].map
   return null;
 }).filter(Boolean)"""
 
-AXE_RUN = """([rules, exclude]) => axe.run(exclude ? {include: [document], exclude: [[exclude]]} : document,
-                                           rules ? {runOnly: rules, resultTypes: ['violations']}
-                                                 : {resultTypes: ['violations']}).then(r => r.violations
+AXE_RUN = """([rules, exclude, within]) => axe.run(within ? {include: [[within]]}
+                                                  : exclude ? {include: [document], exclude: [[exclude]]} : document,
+                                           Array.isArray(rules) ? {runOnly: rules, resultTypes: ['violations']}
+                                           : rules ? {rules: rules, resultTypes: ['violations']}
+                                           : {resultTypes: ['violations']}).then(r => r.violations
     .filter(v => v.impact === 'serious' || v.impact === 'critical')
     .map(v => `${v.impact} ${v.id} (${v.nodes.length}): ` + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')))"""
 
 
-def _axe(page, rules: list[str] | None = None, exclude: str | None = None) -> list[str]:
-    """Serious and critical violations of every axe rule, or of the given rules only; on the whole page, or
-    on the page without the elements that match the CSS selector `exclude` (and what is inside them)."""
+def _axe(page, rules: list[str] | dict | None = None, exclude: str | None = None,
+         within: str | None = None) -> list[str]:
+    """Serious and critical violations of every axe rule, of the given rules only (a list), or of every rule but
+    those a dict turns off (axe's `rules` option: {"color-contrast": {"enabled": False}}); on the whole page, on the
+    page without the elements that match the CSS selector `exclude` (and what is inside them), or only on the
+    elements that match `within`."""
     require("axe-core")
     if not page.evaluate("() => !!window.axe"):
         page.add_script_tag(path=str(AXE_JS))
-    return page.evaluate(AXE_RUN, [rules, exclude])
+    return page.evaluate(AXE_RUN, [rules, exclude, within])
 
 
-def _shot(page, path: str, width: int, mode: str) -> None:
-    if (width, mode) not in SHOTS_AT:
+def _shot(page, path: str, width: int, mode: str, shots_at=SHOTS_AT) -> None:
+    if (width, mode) not in shots_at:
         return
     SHOTS.mkdir(parents=True, exist_ok=True)
     name = path.removesuffix(".html").replace("/", "__")
@@ -115,9 +120,11 @@ def test_page_for_every_reader(book_server, browser, path):
     audit_page(browser, path)
 
 
-def audit_page(browser, path: str) -> None:
+def audit_page(browser, path: str, steps=STEPS, axe_runs=AXE_RUNS, shots_at=SHOTS_AT, keyboard: bool = True) -> None:
     """Every check of the module docstring for one page (a failure lists all problems found); `path` is relative
-    to _build/html (``PAGES`` lists the book's, another edition's are under its folder, e.g. "zh/intro.html")."""
+    to _build/html (``PAGES`` lists the book's, another edition's are under its folder, e.g. "zh/intro.html").
+    `steps` (the (width, mode) visited, in order), `axe_runs` and `keyboard` narrow the audit for a page whose
+    colours and scripts are those of an English page already audited (the Chinese edition's: test_zh_edition.py)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # (the browser fixture required it)
 
     problems: list[str] = []
@@ -125,7 +132,7 @@ def audit_page(browser, path: str) -> None:
     try:
         if "/chapters/" in "/" + path:  # a chapter page, of any edition
             problems += _first_load_weight(page, path, loaded)
-        for width, mode in STEPS:
+        for width, mode in steps:
             if width != page.viewport_size["width"]:
                 # the keyboard drive scrolled and focused: the next width starts from the top, as a reader's would
                 page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
@@ -137,10 +144,10 @@ def audit_page(browser, path: str) -> None:
             where = f"{width}px {mode}"
             problems += [f"{where}: {p}" for p in book_browser.audit(page)]
             problems += [f"{where}: {p}" for p in page.evaluate(FIGURES_NAMED)]
-            if (width, mode) in AXE_RUNS:
-                problems += [f"{where}: axe {p}" for p in _axe(page, *AXE_RUNS[width, mode])]
-            _shot(page, path, width, mode)
-            if (width, mode) == STEPS[1]:  # both modes seen at the first width
+            if (width, mode) in axe_runs:
+                problems += [f"{where}: axe {p}" for p in _axe(page, *axe_runs[width, mode])]
+            _shot(page, path, width, mode, shots_at)
+            if keyboard and (width, mode) == steps[1]:  # both modes seen at the first width
                 problems += [f"keyboard: {p}" for p in drive_animations_by_keyboard(page)]
         page.wait_for_timeout(100)
         problems += [str(e) for e in errors]
