@@ -269,3 +269,38 @@ def test_chinese_edition_built_clean(book_html):
 def test_no_compiled_catalogue_in_the_source_tree():
     """Sphinx compiles .mo files next to the .po files it reads: those are the copies in _build/zh."""
     assert not list((ROOT / "locales").rglob("*.mo"))
+
+
+def test_the_chinese_search_language_indexes_the_same_words_with_a_set_of_terms():
+    """book_i18n.fast_chinese_search swaps Sphinx's class-level list of Latin terms (quadratic membership tests) for
+    a set with the list's `extend`: every split and stem must be what the list gives."""
+    from types import SimpleNamespace
+
+    from sphinx.search import zh
+
+    import book_i18n
+
+    text = ("RMSNorm 把每个向量除以它的均方根；the attention heads and the KV cache (KV 缓存) 在 Llama 3 中 "
+            "use RoPE, GQA and SwiGLU; ab abc running runs ran was has its bias 注意力 attention attentions")
+    words = text.split() + ["KV", "cache", "ab", "abc", "runs", "xyz"]
+
+    def index(with_set: bool):
+        saved = zh.SearchChinese.latin_terms
+        try:
+            zh.SearchChinese.latin_terms = []
+            if with_set:
+                book_i18n.fast_chinese_search(None, SimpleNamespace(language="zh_CN"))
+                assert isinstance(zh.SearchChinese.latin_terms, book_i18n._TermSet)
+            lang = zh.SearchChinese({})
+            split = lang.split(text)
+            stems = [lang.stem(w) for w in split + words]
+            assert "its" in stems  # kept whole: a Latin term of 3+ letters whose stem ("it") is too short
+            return split, stems
+        finally:
+            zh.SearchChinese.latin_terms = saved
+
+    assert index(with_set=True) == index(with_set=False)
+    unchanged = SimpleNamespace(language="en")
+    before = zh.SearchChinese.latin_terms
+    book_i18n.fast_chinese_search(None, unchanged)  # the English edition keeps Sphinx as it is
+    assert zh.SearchChinese.latin_terms is before
