@@ -130,20 +130,3 @@ def test_gradient_figure_draws_the_measured_numbers():
         layer_profile_figure(profiles, quantities=("loss",))
     with pytest.raises(tinytf.TinyTFInputError):
         layer_profile_figure([])
-
-
-def test_gradient_figure_draws_an_ill_conditioned_profile_from_its_float64_run():
-    require_module("plotly")
-    import dataclasses
-
-    from tinytf.viz.gradients import layer_profile_figure
-
-    clean, other = ex.depth_sweep(SMALL, depths=(2, 3), seeds=(0,), batch=2, seq_len=4)
-    shaky = dataclasses.replace(other, precision_gap=0.01)  # as if float32 and float64 differed by 1%
-    assert shaky.ill_conditioned and not clean.ill_conditioned
-    fig = layer_profile_figure([clean, shaky], float64=True)
-    assert list(fig.data[0].y) == clean.grad_norm and fig.data[0].line.dash == "solid"
-    assert list(fig.data[1].y) == shaky.grad_norm_float64 and fig.data[1].line.dash == "dot"
-    assert fig.data[1].name == f"{shaky.label}, float64 run" and "y:.2g" in fig.data[1].hovertemplate
-    plain = layer_profile_figure([clean, shaky])  # without float64=True: the float32 run, as before
-    assert list(plain.data[1].y) == shaky.grad_norm and plain.data[1].name == shaky.label

@@ -7,7 +7,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..errors import TinyTFInputError
-from ..lab.experiments import FLOAT64_DIGIT_GAP
 from .common import FONT, OKABE_ITO
 
 QUANTITIES = {  # attribute of LayerProfile: (axis title, hover format, log axis?)
@@ -15,9 +14,8 @@ QUANTITIES = {  # attribute of LayerProfile: (axis title, hover format, log axis
     "activation_rms": ("RMS of the stream leaving the block", ".3g", False),
     "token_similarity": ("cosine similarity between positions", ".3f", False),
 }
-DASHES = ["solid", "dash", "dashdot", "longdash"]  # "dot" is kept for float64 runs (``float64=True``)
+DASHES = ["solid", "dash", "dot", "dashdot"]
 SYMBOLS = ["circle", "diamond", "square", "triangle-up"]
-FLOAT64_DASH, FLOAT64_LABEL = "dot", "float64 run"
 
 
 def _attribute(profile, key: str):
@@ -38,29 +36,13 @@ def _describe(key: str, value) -> str:
     return f"{key}={value}"
 
 
-def _line(profile, quantity: str, float64: bool):
-    """(values, label, hover format, drawn from the float64 run?) of one profile's line."""
-    fmt = QUANTITIES[quantity][1]
-    if float64 and profile.ill_conditioned and profile.per_seed_float64:
-        # as format_profiles prints a † row: sizes to 2 significant digits, to 1 where the runs differ by more
-        if fmt.endswith("g"):
-            fmt = ".1g" if not profile.precision_gap <= FLOAT64_DIGIT_GAP else ".2g"
-        return list(getattr(profile, f"{quantity}_float64")), f"{profile.label}, {FLOAT64_LABEL}", fmt, True
-    return list(getattr(profile, quantity)), profile.label, fmt, False
-
-
 def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "n_layers",
-                         dash_key: str = "residual", title: str = "", log_y=None, height: int = 460,
-                         float64: bool = False) -> go.Figure:
+                         dash_key: str = "residual", title: str = "", log_y=None, height: int = 460) -> go.Figure:
     """One panel per quantity in ``quantities`` (see ``QUANTITIES``), x = block number (0 = first, as in the trace
     names ``blocks.0``, ...),
     one line per profile: colour from ``color_key`` and dash from ``dash_key`` (a TinyConfig field
     or "init_std"). Gradient norms use a log axis, because they span orders of magnitude.
-    ``log_y``: None (the default of each quantity), True or False for every panel.
-    ``float64``: draw an ill-conditioned profile (``LayerProfile.ill_conditioned``) from its float64 run, as
-    ``format_profiles(..., float64=True)`` prints it: dotted, whatever its ``dash_key`` value, and labelled
-    "..., float64 run". Without it such a profile is drawn from its float32 run like any other (leave it out
-    of ``profiles`` to hide it)."""
+    ``log_y``: None (the default of each quantity), True or False for every panel."""
     if not profiles:
         raise TinyTFInputError("layer_profile_figure: no profiles given")
     unknown = [q for q in quantities if q not in QUANTITIES]
@@ -73,16 +55,16 @@ def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "
     fig = make_subplots(rows=1, cols=len(quantities), horizontal_spacing=0.12,
                         subplot_titles=[QUANTITIES[q][0] for q in quantities] if len(quantities) > 1 else None)
     for col, q in enumerate(quantities, start=1):
-        axis_title, _, log_default = QUANTITIES[q]
+        axis_title, fmt, log_default = QUANTITIES[q]
         for p in profiles:
             c, d = _attribute(p, color_key), _attribute(p, dash_key)
-            values, label, value_fmt, exact = _line(p, q, float64)
+            values = list(getattr(p, q))
             fig.add_trace(go.Scatter(
-                x=list(range(len(values))), y=values, mode="lines+markers", name=label,
-                legendgroup=label, showlegend=col == 1,
-                line=dict(color=colours[c], dash=FLOAT64_DASH if exact else DASHES[dashes[d]], width=2),
+                x=list(range(len(values))), y=values, mode="lines+markers", name=p.label,
+                legendgroup=p.label, showlegend=col == 1,
+                line=dict(color=colours[c], dash=DASHES[dashes[d]], width=2),
                 marker=dict(color=colours[c], symbol=SYMBOLS[dashes[d]], size=5),
-                hovertemplate=f"{label}<br>block %{{x}}: %{{y:{value_fmt}}}<extra></extra>"), row=1, col=col)
+                hovertemplate=f"{p.label}<br>block %{{x}}: %{{y:{fmt}}}<extra></extra>"), row=1, col=col)
         use_log = log_default if log_y is None else log_y
         fig.update_xaxes(title="block (0 = nearest the input)", row=1, col=col)
         fig.update_yaxes(title=axis_title if len(quantities) == 1 else None, type="log" if use_log else "linear",
