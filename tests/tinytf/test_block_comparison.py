@@ -333,7 +333,8 @@ def test_the_warmup_is_a_factor():
     assert bc.best_lrs(r, warmup=100) == {"A": 0.1, "B": 0.001}  # B: a tie at 4.0, the smaller rate
     assert bc.summarise(r)["A"]["warmup"] == 100 and bc.summarise(r, warmup=16)["A"]["lr"] == 0.01
     table = bc.warmup_table(r)
-    assert table.splitlines()[2].count("<") == 1 and "W = 100" in table.splitlines()[0]
+    assert table.splitlines()[2].count("†") == 1 and "<" not in table and "W = 100" in table.splitlines()[0]
+    assert any(line.startswith("† each variant's best cell overall") for line in table.splitlines())
     assert "W = 16" in bc.grid_table(r, warmup=16).splitlines()[0]
     with pytest.raises(tinytf.TinyTFInputError, match="several warm-ups"):
         bc.grid_table(r)
@@ -357,8 +358,8 @@ def test_warmup_table_marks_a_best_rate_at_an_edge_of_the_grid():
     assert "0.001*" in bc.warmup_table(r).splitlines()[2]
     r = fake_results()
     r["runs"]["B"] = [run(s, lr, 1.0 if lr == 0.01 else 3.0, 1.0) for s in (0, 1, 2) for lr in (0.001, 0.01, 0.1)]
-    table = bc.warmup_table(r)  # both best at 0.01, inside the grid: no mark, no footnote
-    assert "*" not in table and len(table.splitlines()) == 4
+    table = bc.warmup_table(r)  # both best at 0.01, inside the grid: no '*', no '*' footnote (the '†' one only)
+    assert "*" not in table and len(table.splitlines()) == 5 and table.splitlines()[-1].startswith("†")
 
 
 def test_best_lr_selection():

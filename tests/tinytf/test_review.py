@@ -112,3 +112,9 @@ def test_block_fields_of_tinyconfig_resolves_kv_heads():
 def test_bad_input_gets_a_clear_error(bad, message):
     with pytest.raises(tinytf.TinyTFInputError, match=message):
         review(bad)
+
+
+def test_ratio_gap_is_worded_as_a_sizing_choice():
+    """r = 4 or more is a sizing choice of released models (Gemma 2 9B: 4), not a defect: the reason says so."""
+    (gap,) = [g for g in review(tinytf.TinyConfig()) if g.aspect == "FFN expansion ratio"]
+    assert gap.why.startswith("a sizing choice, not a fault") and "Llama 3 uses 3.5" in gap.why

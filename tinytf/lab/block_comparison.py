@@ -548,8 +548,9 @@ def grid_table(results: dict, key: str = "eval_loss", digits: int = 2, warmup: i
 def warmup_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
     """Plain text: one row per variant; for every warm-up W, the variant at its best rate for that W (by
     validation loss): lr and mean ± std over seeds of ``key`` on the evaluation set. The last column marks
-    the warm-up of the variant's best cell overall ('<' in the table of ``best_settings``). A '*' after a rate
-    marks a best rate at the first or last rate of the grid (explained in a footnote line under the table)."""
+    the variant's best cell overall (warm-up and rate, as ``best_settings`` picks it) with '†', a different sign
+    from the grid table's '<' (best rate for one warm-up). A '*' after a rate marks a best rate at the first or
+    last rate of the grid. Footnote lines under the table explain both marks."""
     warmups = warmups_of(results)
     grid = lrs_of(results)
     edges = (grid[0], grid[-1]) if len(grid) > 1 else ()
@@ -566,10 +567,11 @@ def warmup_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
         for w in warmups:
             lr = per_w[w][name]
             st = cell_stats(results, name, lr, key, warmup=w)
-            mark = " <" if overall[name] == (w, lr) else "  "
+            mark = " †" if overall[name] == (w, lr) else "  "
             rate = format(lr, "g") + ("*" if lr in edges else " ")
             cells.append(f"{rate:>{cw - pw - 1}} {_pm(st, digits):>{pw}}{mark}")
         lines.append((f"{name:<{nw}}" + "".join(cells)).rstrip())
+    lines.append("† each variant's best cell overall: the warm-up and rate with the lowest validation loss")
     if any(per_w[w][name] in edges for w in warmups for name in results["runs"]):
         lines.append("* best at the edge of the grid searched; the optimum may lie beyond it")
     return "\n".join(lines)

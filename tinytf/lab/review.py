@@ -165,8 +165,9 @@ def review(block) -> list:
         gaps.append(Gap("FFN expansion ratio", f"d_ff / d_model = {_ratio(r)} ({matrices} matrices: "
                                               f"{_ratio(matrices * r)} d² per layer)",
                         "8/3 to 3.5 with a gated FFN (8/3 gives 8 d², the 2017 block's FFN size)",
-                        "a gated FFN has three matrices, 3 r d² parameters; r = 8/3 matches a 4x two-matrix MLP, "
-                        "a larger r spends parameters on the FFN rather than on depth or width", "chapter 9"))
+                        "a sizing choice, not a fault: a gated FFN has three matrices, 3 r d² parameters; "
+                        "r = 8/3 keeps the 2017 FFN budget (a 4x two-matrix MLP), Llama 3 uses 3.5, and other "
+                        "released models go to 4 or more", "chapter 9"))
     if b["bias"]:
         gaps.append(Gap("biases", "biases in the linear layers", "no biases (a Q/K/V bias alone is allowed)",
                         "biases add parameters and memory traffic, and Llama-3-style models train well without them "
