@@ -347,8 +347,8 @@ def chinese_job(full: bool = False, log: Path | None = None) -> Callable[[], flo
 
 def build(full: bool = False, log: Path | None = None, only_stale: bool = False) -> float:
     """Build the editions of editions() (with only_stale, those older than their sources) and return the seconds
-    it took. The two builds run at the same time (each is one process, and a machine has two cores or more: 30 s
-    and 60 s from scratch on two cores, so ~60 s in all instead of ~90 s); the Chinese edition is published into
+    it took. The two builds run at the same time (each is one Sphinx process, so on two cores the wall time is about
+    the longer of the two instead of their sum); the Chinese edition is published into
     _build/html/zh after the English one has finished. Raise RuntimeError (with the build's output) when one
     fails (after both have ended)."""
     write_static_assets()  # before static_changed(): a new model or runtime file is part of this build
