@@ -32,6 +32,9 @@ FIND_STEPPER = """() => {
   return gd._transitionData._frames.map(f => f.name);
 }"""
 TITLE = "() => document.querySelector('[data-test-stepper] .gtitle').textContent"
+# the stage's animation has ended and the slider group is bound to the layout's current slider options
+SETTLED = """() => { const gd = document.querySelector('[data-test-stepper]');
+  return window.__animated && gd.querySelector('g.slider-group').__data__ === gd._fullLayout.sliders[0]; }"""
 
 
 def _chromium():
@@ -73,10 +76,23 @@ def drive_stepper(page, console_errors, shots_dir: Path | None = None):
     rail = gd.locator(".slider-rail-rect").bounding_box()
 
     def goto(i):
+        # A press held until the stage is drawn, as a hand does. plotly marks its slider `_dragging` on mousedown
+        # and clears it on mouseup, on the options object its slider group is bound to; a frame change builds new
+        # options (copying `_dragging`) twice before it rebinds the group, and a mouseup that lands in between
+        # clears the old object, so the slider stays "dragging" and ignores Play from then on (seen in 2 to 10
+        # of 90 instant clicks in headless Chromium). Releasing after the frame is drawn cannot land there.
         box = ticks.nth(i).bounding_box()
-        page.mouse.click(box["x"] + box["width"] / 2, rail["y"] + rail["height"] / 2)
+        page.mouse.move(box["x"] + box["width"] / 2, rail["y"] + rail["height"] / 2)
+        page.evaluate("() => { const gd = document.querySelector('[data-test-stepper]'); window.__animated = false;"
+                      " gd.once('plotly_animated', () => { window.__animated = true; }); }")
+        moves = page.evaluate(f"() => document.querySelector('[data-test-stepper]').layout.sliders[0].active !== {i}")
+        page.mouse.down()
         page.wait_for_function(f"() => document.querySelector('[data-test-stepper]').layout.sliders[0].active === {i}")
         page.wait_for_function(f"() => ({TITLE})().startsWith('{i + 1}/{n}')")
+        if moves:
+            page.wait_for_function(SETTLED)
+        page.mouse.up()
+        page.wait_for_function("() => !document.querySelector('[data-test-stepper] g.slider-group').__data__._dragging")
         page.wait_for_timeout(150)
 
     def draws_heatmaps(i):
