@@ -42,6 +42,64 @@
     return dims.length ? nd(dims, out) : out[0];
   }
 
+  // f(lane) for every lane of x along `axis` (the values x[..., k, ...] for k = 0..n-1, in order): f returns a
+  // number (the axis is reduced, e.g. max, argmax) or an array of n numbers (kept, e.g. softmax)
+  function lanes(x, axis, f) {
+    const a = axisOf(axis, x.dims.length);
+    const outer = count(x.dims.slice(0, a)), n = x.dims[a], inner = count(x.dims.slice(a + 1));
+    const lane = new Array(n);
+    let out = null, keep = false;
+    for (let o = 0; o < outer; o++) {
+      for (let i = 0; i < inner; i++) {
+        for (let k = 0; k < n; k++) lane[k] = x.data[(o * n + k) * inner + i];
+        const r = f(lane);
+        if (out === null) { keep = Array.isArray(r); out = new Array(keep ? x.data.length : outer * inner); }
+        if (keep) { for (let k = 0; k < n; k++) out[(o * n + k) * inner + i] = r[k]; } else { out[o * inner + i] = r; }
+      }
+    }
+    if (keep) return nd(x.dims.slice(), out || []);
+    const dims = x.dims.slice(0, a).concat(x.dims.slice(a + 1));
+    return dims.length ? nd(dims, out || []) : out[0];
+  }
+  function laneSoftmax(v) {
+    let m = -Infinity, s = 0;
+    for (const u of v) if (u > m) m = u;
+    const e = v.map(function (u) { return Math.exp(u - m); });
+    for (const u of e) s += u;
+    return e.map(function (u) { return u / s; });
+  }
+  function laneArgmax(v) {
+    let best = 0;
+    for (let k = 1; k < v.length; k++) if (v[k] > v[best]) best = k;
+    return best;
+  }
+  // Python's start:stop of a length n: [first, end)
+  function pyRange(n, start, stop) {
+    const at = function (v, dflt) {
+      if (v === null || v === undefined) return dflt;
+      return v < 0 ? Math.max(0, n + v) : Math.min(v, n);
+    };
+    const s = at(start, 0);
+    return [s, Math.max(s, at(stop, n))];
+  }
+  function sliceAxis(x, axis, start, stop) {
+    if (!isNd(x)) {
+      if (axis !== 0) throw new Error("slice: a list has one axis (0); got axis " + axis);
+      const r = pyRange(x.length, start, stop);
+      return Array.from(x).slice(r[0], r[1]);
+    }
+    const a = axisOf(axis, x.dims.length), n = x.dims[a], r = pyRange(n, start, stop), m = r[1] - r[0];
+    const outer = count(x.dims.slice(0, a)), inner = count(x.dims.slice(a + 1)), out = new Array(outer * m * inner);
+    for (let o = 0; o < outer; o++) {
+      for (let k = 0; k < m; k++) {
+        for (let i = 0; i < inner; i++) out[(o * m + k) * inner + i] = x.data[(o * n + r[0] + k) * inner + i];
+      }
+    }
+    const dims = x.dims.slice();
+    dims[a] = m;
+    return nd(dims, out);
+  }
+
   function elementwise(x, f) {
     if (isNd(x)) return nd(x.dims.slice(), Array.from(x.data, f));
     if (Array.isArray(x)) return x.map(f);
@@ -175,6 +233,15 @@
     concat: function (ls) { return [].concat.apply([], ls); },
     repeat: function (lst, n) { let out = []; for (let i = 0; i < n; i++) out = out.concat(lst); return out; },
     format: format,
+    softmax: function (x, axis) { return lanes(x, axis, laneSoftmax); },
+    max: function (x, axis) { return lanes(x, axis, function (v) { return v[laneArgmax(v)]; }); },
+    argmax: function (x, axis) { return lanes(x, axis, laneArgmax); },
+    slice: sliceAxis,
+    lookup: function (table, idx) { return elementwise(idx, function (i) { return table[i]; }); },
+    relabel: function (lst, mapping) {
+      return elementwise(lst, function (v) { return Object.prototype.hasOwnProperty.call(mapping, v) ? mapping[v] : v; });
+    },
+    fill: function (lst, v) { return Array.from({ length: isNd(lst) ? lst.dims[0] : lst.length }, function () { return v; }); },
   };
 
   function toNested(x) {

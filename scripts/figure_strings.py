@@ -54,6 +54,7 @@ LANG = "zh_CN"
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
 MODELS = ROOT / "_static" / "models"  # the panel's figure templates (scripts/static_assets.py writes them)
 LAB_JSON = ROOT / "_static" / "lab" / "lab.json"  # the lab's attention templates (written with them)
+LAB_TEMPLATES = ("attention", "lens")  # the groups of templates in lab.json
 JS_SOURCES = (ROOT / "tinytf" / "viz" / "figure_core.js", ROOT / "_static" / "tinytf-panel.js",
               ROOT / "_static" / "tinytf-lab.js")
 PAGES_MD = (ROOT / "intro.md",)  # markdown pages besides the chapters' notebooks (and chapters/*.md)
@@ -255,10 +256,13 @@ class Catalogue:
         return out
 
     def lab_file(self, data: dict) -> dict:
-        """The lab's lab.json with its attention templates translated (as template_file)."""
-        return dict(data, attention={k: dict(t, figure=self.figure(t["figure"]),
-                                              bindings=_formats(t.get("bindings", []), self.message))
-                                     for k, t in data.get("attention", {}).items()})
+        """The lab's lab.json with its attention and lens templates translated (as template_file)."""
+        out = dict(data)
+        for group in LAB_TEMPLATES:
+            out[group] = {k: dict(t, figure=self.figure(t["figure"]),
+                                  bindings=_formats(t.get("bindings", []), self.message))
+                          for k, t in data.get(group, {}).items()}
+        return out
 
     def ui(self) -> dict:
         """The strings of the figure core and the panel scripts: what the page gives as window.tinytfStrings."""
@@ -276,10 +280,13 @@ class Catalogue:
         return m.group(1) + self.message(m.group(2)) + m.group(3) if m.group(2) else text
 
     def lab_state(self, state: dict) -> dict:
-        """A lab div's state (tinytf.lab.browser_lab.page_state) with its names, rules and messages translated."""
+        """A lab div's state (tinytf.lab.browser_lab.page_state) with its names, rules, messages, help lines and
+        hints translated."""
         out = dict(state)
         for key in ("names", "rules", "messages"):
             out[key] = {k: self._keep_space(v) for k, v in state.get(key, {}).items()}
+        out["help"] = {k: dict(v, text=self.message(v["text"])) for k, v in state.get("help", {}).items()}
+        out["hints"] = [dict(h, text=self.message(h["text"])) for h in state.get("hints", [])]
         return out
 
     def raw_html(self, html_text: str) -> str:
@@ -346,7 +353,8 @@ def template_messages() -> dict:
     if not LAB_JSON.is_file():
         raise FileNotFoundError(f"{LAB_JSON.relative_to(ROOT)} is missing: run python scripts/static_assets.py")
     where = LAB_JSON.relative_to(ROOT).as_posix()
-    for tpl in json.loads(LAB_JSON.read_text(encoding="utf-8"))["attention"].values():
+    lab_data = json.loads(LAB_JSON.read_text(encoding="utf-8"))
+    for tpl in [t for group in LAB_TEMPLATES for t in lab_data.get(group, {}).values()]:
         for text in figure_texts(tpl["figure"]):
             for msgid in text_messages(text):
                 found.setdefault(msgid, where)
@@ -391,6 +399,10 @@ def lab_messages() -> dict:
         for v in table.values():
             if v.strip():
                 found.setdefault(v.strip(), src)
+    for v in browser_lab.HELP.values():
+        found.setdefault(v[0] if isinstance(v, tuple) else v, src)
+    for h in browser_lab.HINTS:
+        found.setdefault(h["text"], src)
     found.setdefault(browser_lab.NOTE, src)
     return found
 

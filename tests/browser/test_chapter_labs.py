@@ -1,19 +1,27 @@
 """Issue #23: chapters 11 and 12 embed the landing page's lab with the view they teach (in Chromium, the built
 pages): chapter 11 the sampler (prompt, settings, the next-byte table, Generate; no head switches, lens or map),
-chapter 12 the parts (head switches, the logit lens, the attention map, the snapshots). The numbers equal
-tinytf's in Python; no console error, nothing from another host."""
+chapter 12 the parts (head switches, the logit lens, the attention map, the snapshots), each with the hints of its
+view. The numbers equal tinytf's in Python (the lens: tinytf.viz.lab.lens_view); no console error, nothing from
+another host."""
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import book_browser
 from conftest import book_url, require
 
-import tinytf
-from tinytf.generation import next_token_probs
-from tinytf.lab import browser_lab as lab
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plain_figures import diff  # noqa: E402
+
+import tinytf  # noqa: E402
+from tinytf.generation import next_token_probs  # noqa: E402
+from tinytf.lab import browser_lab as lab  # noqa: E402
+from tinytf.viz import lab as lab_views  # noqa: E402
+from tinytf.viz.templates import plain  # noqa: E402
 
 LAB = ".tinytf-lab"
 READY = "() => { const l = document.querySelector('.tinytf-lab').tinytfLab; return l && l.ready && !l.busy; }"
@@ -47,6 +55,8 @@ def test_chapter_11_shows_the_sampler(book_server, browser, model):
         assert page.locator(f"{LAB} input[type=checkbox]").count() == 0  # the sampling view only
         assert page.locator(f"{LAB} .tinytf-lab-lens").count() == 0
         assert page.locator(f"{LAB} select").count() == 0
+        hints = page.locator(f"{LAB} .tinytf-lab-hints button")
+        assert [b.get_attribute("id").rsplit("-try-", 1)[1] for b in hints.all()] == ["greedy", "hot"]
         logits = lab.run_lab(model, list(PROMPT.encode()))["logits"][None]
         for t, k, p in [(1.0, None, None), (0.7, 10, 0.9)]:
             for name, v in (("temperature", t), ("top_k", k), ("top_p", p)):
@@ -71,14 +81,18 @@ def test_chapter_12_shows_heads_lens_and_snapshots(book_server, browser, model):
     try:
         assert page.locator(f"{LAB} input[type=checkbox]").count() == 24
         assert page.locator(f"{LAB} select[id$='-model'] option").count() == 5
+        hints = page.locator(f"{LAB} .tinytf-lab-hints button")
+        assert [b.get_attribute("id").rsplit("-try-", 1)[1] for b in hints.all()] == ["lens", "step0"]
         page.locator(f"{LAB} input[id$='-head-1-4']").click()
         page.evaluate(f"""() => {{ const l = document.querySelector('{LAB}').tinytfLab;
             return l.refresh().then(() => l.drawn).then(() => true); }}""")
         mask = lab.full_mask(model)
         mask[1, 4] = 0
         out = lab.run_lab(model, list(PROMPT.encode()), mask)
-        tops = _lab(page, "l.lensTop")
-        assert [[b for b, _ in row] for row in tops] == torch.softmax(out["lens"], -1).argmax(-1).tolist()
+        labels = _lab(page, "l.labels")
+        want = plain(lab_views.figure_of(lab_views.lens_view({"lens": out["lens"].numpy()}, labels,
+                                                             last=_lab(page, "l.lensWindow"))))
+        assert diff(_lab(page, "l.lensSpec"), want, "lens", tol=1e-4) is None  # Python's lens, bound on the page
         page.locator(f"{LAB} [id$='-temperature']").fill("1")
         page.locator(f"{LAB} [id$='-top_k']").fill("")
         page.locator(f"{LAB} [id$='-top_p']").fill("")

@@ -8,15 +8,21 @@ writes the bytes tinytf.lab.browser_lab.sample_text writes for the same seed; ba
 Chinese / emoji, 10,000 characters, out-of-range settings) gives a clear message and breaks nothing; every
 control works from the keyboard; 375 px and dark mode pass the book's audit and axe (0 serious); no console
 error and no request to another host.
+
+What a fresh reader found (the second round): every control shows before the model loads, marked as waiting, and
+one used early applies once it has loaded; an empty prompt clears every view and says what to do; a head switched
+off says so on its map (faded); no "1 bytes"; each control and view has a line of plain words with links to the
+chapters; the "try this" hints do what they say; the logit lens is a figure bound from Python's
+tinytf.viz.lab.lens_view (its numbers equal Python's to 1e-4) with its numbers as a table too.
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import book_browser
 from conftest import book_url, require
@@ -99,6 +105,28 @@ def test_nothing_loads_before_use_and_the_first_load_is_light(page):
         assert label.count() == 1 and label.text_content().strip(), name  # every control is named
 
 
+def test_every_control_shows_before_the_model_loads(page):
+    """Before any interaction: the whole lab's controls are on the page, marked as waiting for the model, with a
+    Load button that says what it costs; the views say they wait for the model."""
+    assert _lab(page, "l.loaded") is False and page.locator(LAB).get_attribute("data-phase") == "idle"
+    for name in ("prompt", "model", "temperature", "top_k", "top_p", "seed", "n_bytes", "layer", "head",
+                 "head-0-0", "head-3-5"):
+        label = page.locator(f"{LAB} label[for$='-{name}']")
+        assert label.count() == 1 and label.is_visible(), name
+        assert page.locator(f"{LAB} [id$='-{name}']").first.is_visible(), name
+    for name in ("generate", "all-on", "load"):
+        assert page.locator(f"{LAB} button[id$='-{name}']").is_visible(), name
+    assert "(3.9 MB)" in page.locator(f"{LAB} button[id$='-load']").text_content()
+    assert "Waiting for the model" in page.locator(f"{LAB} .tinytf-lab-idle").text_content()
+    notes = page.locator(f"{LAB} .tinytf-lab-placeholder").all_inner_texts()
+    assert len(notes) == 3 and all("Waiting for the model" in n for n in notes), notes
+    waits = page.evaluate(f"""() => [...document.querySelectorAll('{LAB} .tinytf-lab-waits')]
+        .map(e => getComputedStyle(e).borderLeftStyle)""")
+    assert len(waits) == 3 and set(waits) == {"dashed"}  # the form, the head switches, the map's choosers
+    assert page.locator(f"{LAB} .tinytf-lab-hints li").count() == 4
+    assert not [u for u in page.loaded if "/_static/lab/" in u or "/_static/ort/" in u]
+
+
 def test_first_use_loads_the_model_with_progress(page):
     page.locator(f"{LAB} textarea").focus()
     page.wait_for_function(READY, timeout=60_000)
@@ -107,9 +135,15 @@ def test_first_use_loads_the_model_with_progress(page):
     assert page.locator(f"{LAB} progress").is_hidden()
     assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() == 10
     assert page.locator(f"{LAB} .tinytf-lab-figure .main-svg").count() >= 1
-    for name in ("model", "layer", "head", "head-0-0", "head-3-5"):  # built once the model's shape is known
+    for name in ("model", "layer", "head", "head-0-0", "head-3-5"):
         label = page.locator(f"{LAB} label[for$='-{name}']")
         assert label.count() == 1 and label.text_content().strip(), name
+    assert page.locator(f"{LAB} button[id$='-load']").is_hidden()
+    assert page.locator(LAB).get_attribute("data-phase") == "ready"
+    assert page.locator(f"{LAB} .tinytf-lab-placeholder:visible").count() == 0
+    waits = page.evaluate(f"""() => [...document.querySelectorAll('{LAB} .tinytf-lab-waits')]
+        .map(e => getComputedStyle(e).borderLeftStyle)""")
+    assert "dashed" not in waits
 
 
 @pytest.mark.parametrize("text", [ASCII, CHINESE, LONG], ids=["ascii", "chinese", "500-bytes"])
@@ -241,7 +275,7 @@ def test_every_control_works_from_the_keyboard(page):
     _box(page, "n_bytes").fill("64")
     page.locator(f"{LAB} textarea").focus()
     seen = []
-    for _ in range(9):
+    for _ in range(16):  # the controls, and the links of their help lines between them
         page.keyboard.press("Tab")
         seen.append(page.evaluate("() => document.activeElement.id"))
     for name in ("temperature", "top_k", "top_p", "seed", "n_bytes", "generate"):
@@ -298,10 +332,7 @@ def test_ablated_probabilities_and_lens_equal_python(page, model, text):
     intact = next_token_probs(lab.run_lab(model, ids)["logits"][None], 1.0)[0].double().numpy()
     assert np.abs(got - intact).max() > 1e-3  # switching the heads off changed the distribution
     assert "4 of 24 heads switched off" in _messages(page)
-    probs = torch.softmax(out["lens"], -1)  # [L, T, V]: the lens after each block, the heads switched off
-    tops = _lab(page, "l.lensTop")
-    assert np.array([[b for b, _ in row] for row in tops]).tolist() == probs.argmax(-1).tolist()
-    assert np.abs(np.array([[q for _, q in row] for row in tops]) - probs.max(-1).values.numpy()).max() < TOL
+    _lens_is_pythons(page, {"lens": out["lens"].numpy()})  # the lens after each block, the heads switched off
     cells = page.locator(f"{LAB} .tinytf-lab-lens tbody tr").count()
     assert cells == 5  # four blocks and the true next byte
     _settings(page, 0.8, 40, 0.95)
@@ -354,3 +385,231 @@ def test_one_search_box(page, width):
         .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length""")
     assert visible == 1
     book_browser.resize(page, 1280)
+
+
+# ------------------------------------------------------------------ round 2: what a fresh reader found
+def _fresh(browser):
+    require("onnxruntime-web")
+    page, errors, remote, loaded = book_browser.open_page(browser, book_url(PAGE))
+    book_browser.settle(page)
+    page.errors, page.remote, page.loaded = errors, remote, loaded
+    return page
+
+
+def _drawn(page) -> None:
+    page.wait_for_function(READY, timeout=60_000)
+    page.evaluate(f"""() => {{ const l = document.querySelector('{LAB}').tinytfLab;
+        return l.refresh().then(() => l.drawn).then(() => true); }}""")
+
+
+def _lens_is_pythons(page, outputs: dict) -> None:
+    """The lens figure on the page equals tinytf.viz.lab.lens_view for the page's prompt (numbers to 1e-4,
+    strings equal), for the window of positions the page shows; its table shows the figure's numbers."""
+    labels, window = _lab(page, "l.labels"), _lab(page, "l.lensWindow")
+    want = plain(lab_views.figure_of(lab_views.lens_view(outputs, labels, last=window)))
+    got = _lab(page, "l.lensSpec")
+    assert diff(got, want, "lens", tol=TOL) is None, diff(got, want, "lens", tol=TOL)
+    rows = page.locator(f"{LAB} .tinytf-lab-lens tbody tr")
+    first = rows.nth(0).locator("td").all_text_contents()
+    heat = want["data"][0]
+    assert first == [f"{t} {100 * z:.0f}%" for t, z in zip(heat["text"][0], heat["z"][0])]
+    assert page.locator(f"{LAB} .tinytf-lab-figure .main-svg").count() >= 2  # the lens and the map drawn
+
+
+def test_controls_used_before_the_model_loads_apply_after(browser, model):
+    """A head switched off, a layer and head chosen, a temperature typed before the model has loaded: each starts
+    the load, and the page then shows exactly that."""
+    page = _fresh(browser)
+    try:
+        phase = page.evaluate(f"""() => {{
+            const root = document.querySelector('{LAB}'), l = root.tinytfLab, q = s => root.querySelector(s);
+            const before = l.phase;
+            q("select[id$='-layer']").value = "1"; q("select[id$='-layer']").dispatchEvent(new Event("change"));
+            q("select[id$='-head']").value = "2"; q("select[id$='-head']").dispatchEvent(new Event("change"));
+            q("input[id$='-head-1-2']").click();
+            const t = q("input[id$='-temperature']"); t.value = "0.5"; t.dispatchEvent(new Event("input"));
+            return [before, l.phase, l.loaded]; }}""")
+        assert phase == ["idle", "loading", False]  # the first of them started the load
+        _drawn(page)
+        mask = lab.full_mask(model)
+        mask[1, 2] = 0
+        out = lab.run_lab(model, list(ASCII.encode()), mask)
+        want = next_token_probs(out["logits"][None], 0.5, 40, 0.95)[0].double().numpy()
+        assert np.abs(np.array(_lab(page, "Array.from(l.probs)")) - want).max() < TOL
+        assert "Layer 1, head 2 (switched off)" in _lab(page, "l.spec.layout.title.text")
+        assert "1 head of 24 switched off." in _messages(page)
+        assert page.errors == [] and page.remote == []
+    finally:
+        page.context.close()
+
+
+def test_the_load_button_and_a_hint_load_the_model(browser, model):
+    page = _fresh(browser)
+    try:
+        page.locator(f"{LAB} button[id$='-load']").click()
+        page.wait_for_function(READY, timeout=60_000)
+        assert page.locator(f"{LAB} button[id$='-load']").is_hidden()
+    finally:
+        page.context.close()
+    page = _fresh(browser)  # a hint clicked first: it sets its prompt, loads the model and shows the lens
+    try:
+        page.locator(f"{LAB} button[id$='-try-lens']").click()
+        page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.lensSpec !== null", timeout=60_000)
+        _drawn(page)
+        assert page.locator(f"{LAB} textarea").input_value() == "the quick brown f"
+        out = lab.run_lab(model, list(b"the quick brown f"))
+        _lens_is_pythons(page, {"lens": out["lens"].numpy()})
+        column = [row[-1] for row in _lab(page, "l.lensSpec.data[0].text")]
+        assert column.index("o") == 2  # block 2 guesses the o of "fox" first: the question has its answer on the page
+        assert page.errors == [] and page.remote == []
+    finally:
+        page.context.close()
+
+
+def test_each_hint_does_what_it_says(page, model):
+    _loaded(page)
+    hints = {h["key"]: h for h in lab.hints("all")}
+    assert page.locator(f"{LAB} .tinytf-lab-hints li").all_inner_texts() == [h["text"] + " Try it" for h in
+                                                                              hints.values()]
+
+    def click(key):
+        page.locator(f"{LAB} button[id$='-try-{key}']").click()
+        page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
+                               "return l.ready && !l.busy && l.generated.length === 64; }", timeout=120_000)
+        return _lab(page, "l.generated.slice()")
+
+    prompt = lab.DEFAULTS["prompt"]
+    page.evaluate(f"() => {{ document.querySelector('{LAB}').tinytfLab.generated = []; }}")
+    mask = lab.full_mask(model)
+    mask[0] = 0
+    assert click("block0") == lab.sample_text(model, prompt, 64, temperature=0, head_mask=mask)
+    assert page.locator(f"{LAB} input[type=checkbox]:not(:checked)").count() == 6
+    page.evaluate(f"() => {{ document.querySelector('{LAB}').tinytfLab.generated = []; }}")
+    got = click("step90")
+    assert got == lab.sample_text(tinytf.pretrained("text-4l@step90"), prompt, 64, temperature=0)
+    assert set(bytes(got).decode().split()) == {"the"}
+    assert page.locator(f"{LAB} input[type=checkbox]:not(:checked)").count() == 0  # every head on again
+    page.evaluate(f"() => {{ document.querySelector('{LAB}').tinytfLab.generated = []; }}")
+    assert click("greedy") == lab.sample_text(model, prompt, 64, temperature=0)
+    assert _lab(page, "l.entry.key") == "text-4l"
+    _prompt(page, ASCII)
+    _settings(page, 0.8, 40, 0.95)
+
+
+def test_an_empty_prompt_clears_every_view(page):
+    _loaded(page)
+    _prompt(page, ASCII)
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() == 10
+    page.locator(f"{LAB} textarea").fill("")
+    page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.outputs === null")
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() == 0
+    assert page.locator(f"{LAB} table[id$='-dist']").is_hidden()
+    assert page.locator(f"{LAB} .tinytf-lab-figure").first.is_hidden()  # the lens
+    assert page.locator(f"{LAB} .tinytf-lab-figure").last.is_hidden()  # the attention map
+    notes = page.locator(f"{LAB} .tinytf-lab-placeholder:visible").all_inner_texts()
+    assert len(notes) == 3 and all(n.startswith("Type a few letters") for n in notes), notes
+    assert "type a few letters" in _messages(page)
+    assert page.locator(f"{LAB} .tinytf-lab-output").text_content() == ""
+    assert _lab(page, "[l.spec, l.lensSpec, l.probs]") == [None, None, None]
+    _prompt(page, ASCII)
+    assert page.locator(f"{LAB} table[id$='-dist'] tbody tr").count() == 10
+    assert page.locator(f"{LAB} .tinytf-lab-placeholder:visible").count() == 0
+
+
+def test_a_switched_off_heads_map_says_so(page, model):
+    _loaded(page)
+    _prompt(page, ASCII)
+    page.locator(f"{LAB} select[id$='-layer']").select_option("2")
+    page.locator(f"{LAB} select[id$='-head']").select_option("3")
+    _heads(page, [(2, 3)])
+    mask = lab.full_mask(model)
+    mask[2, 3] = 0
+    out = lab.run_lab(model, list(ASCII.encode()), mask)
+    labels = _lab(page, "l.labels")
+    want = plain(lab_views.figure_of(lab_views.attention_view({"attn": out["attn"].numpy()}, labels, 2, 3,
+                                                              switched_off=True)))
+    got = _lab(page, "l.spec")
+    assert diff(got, want, "figure", tol=TOL) is None
+    caption = page.locator(f"{LAB} .tinytf-lab-off .tinytf-figtitle").inner_text()
+    assert "head switched off: its weights are still computed, but its output is multiplied by 0" in caption
+    assert got["data"][0]["opacity"] < 1  # drawn faded
+    _heads(page, [])
+    assert "switched off" not in _lab(page, "l.spec.layout.title.text")
+    assert page.locator(f"{LAB} .tinytf-lab-off").count() == 0
+    page.locator(f"{LAB} select[id$='-layer']").select_option("3")
+    page.locator(f"{LAB} select[id$='-head']").select_option("0")
+
+
+def test_one_byte_one_head_no_plural(page):
+    """"1 byte", not "1 bytes": the table's caption, the generated message, a head switched off, a cut prompt."""
+    _loaded(page)
+    _prompt(page, ASCII)
+    _settings(page, 0.8, 1, None)
+    assert "the only byte the sampler can draw" in page.locator(f"{LAB} [id$='-dist-caption']").text_content()
+    _settings(page, 0.8, 5, None)
+    assert "the 5 bytes the sampler can draw, most likely first" in \
+        page.locator(f"{LAB} [id$='-dist-caption']").text_content()
+    _settings(page, 0.8, 40, 0.95)
+    _box(page, "n_bytes").fill("1")
+    page.locator(f"{LAB} [id$='-generate']").click()
+    page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
+                           "return !l.busy && l.generated.length === 1; }", timeout=60_000)
+    assert page.locator(f"{LAB} .tinytf-lab-status").text_content().startswith("Wrote 1 byte in ")
+    _box(page, "n_bytes").fill("64")
+    _heads(page, [(0, 0)])
+    assert "1 head of 24 switched off." in _messages(page)
+    _heads(page, [])
+    _prompt(page, "a" * 129)
+    assert "the first byte was cut" in _messages(page)
+    _prompt(page, "T")  # one byte: the figures' descriptions say "1 row × 1 column"
+    described = page.evaluate(f"() => [...document.querySelectorAll('{LAB} .tinytf-figdesc p')].map(p => p.textContent)")
+    assert any("1 row × 1 column" in d for d in described), described  # the attention map
+    assert any("4 rows × 1 column" in d for d in described), described  # the lens
+    text = page.locator(LAB).text_content()  # every word of the lab, hidden or not
+    found = re.findall(r".{30}\b1 (?:bytes|heads|positions|rows|columns)\b", text)
+    assert not found, found
+    _prompt(page, ASCII)
+
+
+@pytest.mark.parametrize("width,text", [(1280, LONG), (375, LONG), (1280, CHINESE), (1280, "T")],
+                         ids=["wide-128", "phone-128", "chinese", "one-byte"])
+def test_the_lens_figure_is_pythons(page, model, width, text):
+    """The logit lens: Python's lens_view filled in the browser (softmax, max and argmax as binding operations)
+    equals Python's figure to 1e-4; a 128-byte prompt shows its last 32 positions (10 on a phone), with a note."""
+    _loaded(page)
+    book_browser.resize(page, width)
+    _prompt(page, text)
+    ids = list(text.encode("utf-8"))[-128:]
+    out = lab.run_lab(model, ids)
+    _lens_is_pythons(page, {"lens": out["lens"].numpy()})
+    window = _lab(page, "l.lensWindow")
+    assert window == (lab_views.LENS_WINDOWS[0] if width < 600 else lab_views.LENS_WINDOWS[-1])
+    note = page.locator(f"{LAB} [id$='-lens-note']")
+    if len(ids) > window:
+        assert note.inner_text() == f"The last {window} of the prompt's {len(ids)} positions are shown."
+    else:
+        assert note.is_hidden()
+    box = page.evaluate(f"""() => {{ const r = document.querySelector('{LAB}').tinytfLab.ui.lensFigure
+        .closest('.tinytf-figwrap').getBoundingClientRect(); return [r.right, document.documentElement.clientWidth]; }}""")
+    assert box[0] <= box[1] + 1  # the figure fits the screen
+    cap = page.evaluate(f"""() => [...document.querySelectorAll('{LAB} .tinytf-figtitle, {LAB} .tinytf-lab-caption')]
+        .filter(e => e.offsetParent).map(e => [e.scrollWidth, e.clientWidth])""")
+    assert all(sw <= cw + 1 for sw, cw in cap), cap  # no caption clipped
+    book_browser.resize(page, 1280)
+
+
+def test_help_lines_and_their_links(page):
+    _loaded(page)
+    state = lab.page_state()
+    for key, h in state["help"].items():
+        line = page.locator(f"{LAB} [id$='-{key}-help']")
+        assert line.count() == 1 and line.is_visible() and h["text"] in line.inner_text(), key
+        links = line.locator("a")
+        assert links.count() == len(h["chapters"]), key
+    hrefs = page.evaluate(f"() => [...document.querySelectorAll('{LAB} a.tinytf-lab-chapter')].map(a => a.href)")
+    statuses = page.evaluate("(urls) => Promise.all(urls.map(u => fetch(u, {method: 'HEAD'}).then(r => r.status)))",
+                             sorted(set(hrefs)))
+    assert statuses == [200] * len(set(hrefs)), dict(zip(sorted(set(hrefs)), statuses))
+    described = page.evaluate(f"""() => ['temperature', 'top_k', 'top_p', 'model', 'layer'].map(n =>
+        document.querySelector('{LAB} [id$="-' + n + '"]').getAttribute('aria-describedby'))""")
+    assert all(d and d.endswith("-help") for d in described), described

@@ -1,7 +1,10 @@
-"""tinytf.lab.browser_lab: the head mask, the lab's graph (PyTorch and ONNX), the page's sampler in Python."""
+"""tinytf.lab.browser_lab: the head mask, the lab's graph (PyTorch and ONNX), the page's sampler in Python; the page's
+state (the model's shape, help lines) and every "try this" hint's claim, checked on the model."""
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +15,7 @@ from conftest import require_module
 import tinytf
 from tinytf.errors import TinyTFInputError
 from tinytf.lab import browser_lab as lab
+from tinytf.lab import textdata
 from tinytf.lab.lens import logit_lens
 
 TEXT = list("The model reads bytes, one at a time.".encode("utf-8"))
@@ -133,3 +137,93 @@ def test_sample_text_is_seeded_and_greedy_is_generate(model):
     greedy = lab.sample_text(model, prompt, n, temperature=0)
     ref = tinytf.generate(model, torch.tensor(prompt), n).tokens[len(prompt):].tolist()
     assert greedy == ref
+
+
+# ------------------------------------------------------------------ the page's state: shape, help, hints
+def test_the_page_knows_the_models_shape_before_it_loads(model):
+    """The controls show before the model loads, built from the page's state: it must be text-4l's shape."""
+    cfg = lab.lab_config(model)
+    assert lab.SHAPE == {"n_layers": cfg["n_layers"], "n_heads": cfg["n_heads"]}
+    state = lab.page_state()
+    assert [k for k, _ in state["models"]] == list(lab.SNAPSHOTS)
+    assert set(state["help"]) >= {"temperature", "top_k", "top_p", "heads", "lens", "attention", "model"}
+    for key, h in state["help"].items():
+        assert h["text"] and all(str(n) in state["chapters"] for n in h["chapters"]), key
+    root = Path(__file__).resolve().parents[2]
+    for page in lab.CHAPTERS.values():  # the links lead to the chapters' pages
+        assert (root / page).with_suffix(".ipynb").is_file(), page
+
+
+def _words(ids) -> list:
+    return re.findall(r"[a-z]+", bytes(ids).decode("utf-8", "replace").lower())[:-1]  # the last word may be cut
+
+
+@pytest.fixture(scope="module")
+def english():
+    """The words of text-4l's training text (the stdlib's docstrings)."""
+    text = bytes(textdata.stdlib_corpus().train.tolist()).decode("utf-8", "replace").lower()
+    return set(re.findall(r"[a-z]+", text))
+
+
+def test_each_views_hints():
+    assert [h["key"] for h in lab.hints("all")] == ["lens", "block0", "step90", "greedy"]  # 3-4 on the landing page
+    assert [h["key"] for h in lab.hints("sampling")] == ["greedy", "hot"]
+    assert [h["key"] for h in lab.hints("parts")] == ["lens", "step0"]
+    for h in lab.HINTS:
+        assert set(h["set"]) <= {"prompt", "temperature", "top_k", "top_p", "model", "off", "generate"}, h["key"]
+        assert h["set"].get("model", "text-4l") in lab.SNAPSHOTS
+
+
+def test_hint_lens_which_block_first_guesses_o(model):
+    """'the quick brown f': the last block guesses "o", and an earlier block does not yet: the question has an
+    answer the lens shows (block 2)."""
+    hint = next(h for h in lab.HINTS if h["key"] == "lens")
+    out = lab.run_lab(model, list(hint["set"]["prompt"].encode()))
+    guesses = [chr(b) for b in out["lens"][:, -1].argmax(-1).tolist()]
+    assert guesses[-1] == "o" and guesses[0] != "o"
+    assert guesses.index("o") == 2
+
+
+def test_hint_block0_words_fall_apart(model, english):
+    hint = next(h for h in lab.HINTS if h["key"] == "block0")
+    mask = lab.full_mask(model)
+    for layer, head in hint["set"]["off"]:
+        mask[layer, head] = 0
+    assert mask[0].sum() == 0 and mask[1:].sum() == 18  # all six heads of block 0, and only those
+    intact = _words(lab.sample_text(model, hint["set"]["prompt"], 64, temperature=0))
+    ablated = _words(lab.sample_text(model, hint["set"]["prompt"], 64, temperature=0, head_mask=mask))
+    assert all(w in english for w in intact)
+    assert any(w not in english for w in ablated), ablated
+
+
+def test_hint_step90_has_learnt_one_word():
+    hint = next(h for h in lab.HINTS if h["key"] == "step90")
+    snap = tinytf.pretrained(hint["set"]["model"])
+    text = bytes(lab.sample_text(snap, hint["set"]["prompt"], 64, temperature=0)).decode()
+    assert set(text.split()) == {"the"}, text
+
+
+def test_hint_step0_no_byte_stands_out(model):
+    """Under the page's default sampler, the untrained snapshot's ten most likely bytes are nearly equal; the
+    trained model's are not."""
+    hint = next(h for h in lab.HINTS if h["key"] == "step0")
+    d = lab.DEFAULTS
+    tops = []
+    for m in (tinytf.pretrained(hint["set"]["model"]), model):
+        probs = lab.next_byte_probs(lab.run_lab(m, list(d["prompt"].encode()))["logits"], d["temperature"],
+                                    d["top_k"], d["top_p"])
+        tops.append(probs.sort(descending=True).values[:10])
+    assert tops[0][0] < 2 * tops[0][9] and tops[0][0] < 0.1
+    assert tops[1][0] > 3 * tops[1][9]
+
+
+def test_hint_greedy_and_hot(model, english):
+    greedy = next(h for h in lab.HINTS if h["key"] == "greedy")["set"]
+    assert lab.sample_text(model, greedy["prompt"], 64, seed=1, temperature=0) == \
+        lab.sample_text(model, greedy["prompt"], 64, seed=2, temperature=0)  # the same text, whatever the seed
+    hot = next(h for h in lab.HINTS if h["key"] == "hot")["set"]
+    for seed in range(1, 6):  # made-up words at 1.5, none at the default 0.8 (with its top-k and top-p)
+        words = _words(lab.sample_text(model, hot["prompt"], 64, seed=seed, temperature=hot["temperature"]))
+        assert any(w not in english for w in words), (seed, words)
+        words = _words(lab.sample_text(model, hot["prompt"], 64, seed=seed, temperature=0.8, top_k=40, top_p=0.95))
+        assert all(w in english for w in words), (seed, words)

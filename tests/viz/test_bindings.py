@@ -25,7 +25,7 @@ from tinytf.tokens import token_labels
 from tinytf.viz import binding as bnd
 from tinytf.viz.panel import readable_labels
 from tinytf.viz.templates import (apply_template, build_view, byte_labels, export_templates, figure_of,
-                                  make_template, panel_views, template_ids)
+                                  make_template, panel_views, plain, template_ids)
 
 ROOT = Path(__file__).resolve().parents[2]
 BIND_JS = ROOT / "_static" / "tinytf-bind.js"
@@ -290,3 +290,52 @@ def test_frac_abs_lt_rms_python_and_browser():
     res = subprocess.run([shutil.which("node"), "-e", script], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr[-2000:]
     assert json.loads(res.stdout) == [bnd.OPS["frac_abs_lt_rms"](x, c) for c in (0.01, 0.05, 1.0)]
+
+
+def test_lab_templates_in_node():
+    """The lab's logit lens (softmax, max, argmax, slice, lookup, relabel, fill) and a switched-off head's map:
+    tinytfBind.apply in node on the lab graph's float32 outputs gives the figures tinytf.viz.lab builds."""
+    from tinytf.lab import browser_lab
+    from tinytf.viz import lab as lab_views
+
+    model = pretrained.load("text-4l")
+    sample = list(b"abc")
+    first = browser_lab.run_lab(model, sample)
+    lens_tpls = lab_views.lens_templates({"lens": first["lens"].numpy()}, [chr(b) for b in sample])
+    attn_tpl = lab_views.template(lab_views.attention_view({"attn": first["attn"].numpy()}, ["a", "b", "c"], 1, 4,
+                                                           switched_off=True))
+    job, wants = {"static": str(BIND_JS), "cases": []}, []
+    for text in ("q", "the quick brown f", "函数 returns " * 12):
+        ids = list(text.encode("utf-8"))[-128:]
+        labels = readable_labels(text, tinytf.encode(text, 256))[-128:]
+        out = {k: v.numpy() for k, v in browser_lab.run_lab(model, ids).items()}
+        for n, tpl in lens_tpls.items():
+            job["cases"].append({"template": tpl, "labels": labels, "outputs": {"lens": _f32(out["lens"])}})
+            wants.append(figure_of(lab_views.lens_view(out, labels, last=int(n))))
+        job["cases"].append({"template": attn_tpl, "labels": labels, "outputs": {"attn": _f32(out["attn"])}})
+        wants.append(figure_of(lab_views.attention_view(out, labels, 1, 4, switched_off=True)))
+    figures = _run_node(job)["figures"]
+    for i, (got, want) in enumerate(zip(figures, wants)):
+        assert diff(got, want, tol=1e-4) is None, (i, diff(got, want, tol=1e-4))
+
+
+def test_new_operations_python_and_node():
+    """softmax / max / argmax along any axis, Python's slice bounds, lookup, relabel, fill: the same in both."""
+    x = np.array([[[0.5, -1.0, 2.0], [3.0, 3.0, -np.inf]], [[1e-3, 40.0, -40.0], [0.0, 0.0, 0.0]]], dtype=np.float32)
+    recipes = [["softmax", ["out", "x"], -1], ["softmax", ["out", "x"], 0], ["max", ["out", "x"], 1],
+               ["argmax", ["out", "x"], -1], ["argmax", ["out", "x"], 0], ["slice", ["out", "x"], 2, -2, None],
+               ["slice", ["out", "x"], 1, 5, None], ["slice", ["out", "x"], 2, 1, -1], ["slice", ["out", "x"], 0, -9, 1],
+               ["slice", ["labels"], 0, -2, None], ["slice", ["labels"], 0, 1, 99],
+               ["lookup", ["const", ["a", "b", "c"]], ["argmax", ["out", "x"], -1]],
+               ["relabel", ["labels"], {" ": "␣", "q": "Q"}], ["fill", ["labels"], "row"]]
+    labels = ["q", " ", "z"]
+    want = [plain(bnd.evaluate(r, {"x": x}, labels)) for r in recipes]
+    assert want[3] == [[2, 0], [1, 0]] and want[9] == [" ", "z"] and want[12] == ["Q", "␣", "z"]
+    tpl = {"figure": {"data": [{} for _ in recipes], "layout": {}},
+           "bindings": [[["data", i, "v"], r] for i, r in enumerate(recipes)]}
+    got = _run_node({"static": str(BIND_JS), "cases": [{"template": tpl, "labels": labels,
+                                                          "outputs": {"x": _f32(x)}}]})["figures"][0]
+    for i, w in enumerate(want):
+        g = got["data"][i]["v"]
+        assert diff({"v": g}, {"v": w}, tol=1e-12) is None, (recipes[i], g, w)
+

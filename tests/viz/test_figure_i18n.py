@@ -207,7 +207,7 @@ def test_lab_words_are_all_in_the_catalogue(catalogue):
                         src)
     assert direct == [], direct
     js = fs.js_messages()
-    for word in ("Generate", "Stop", "Rank", "Prompt (the text the model continues)", "block {l}", "␣ (space)",
+    for word in ("Generate", "Stop", "Rank", "Prompt (the text the model continues)", "Try it", "Load the model (3.9 MB)", "␣ (space)",
                  "text-4l, fully trained"):
         assert js.get(word) in ("_static/tinytf-lab.js", "tinytf/lab/browser_lab.py"), word
         assert CJK.search(catalogue.messages[word]), word
@@ -233,6 +233,11 @@ def test_lab_html_in_chinese(catalogue):
                 assert CJK.search(v) or v in ("Top-k", "Top-p"), (key, k, v)
                 assert sorted(re.findall(r"\{\w+\}", v)) == sorted(re.findall(r"\{\w+\}", before[key][k])), (k, v)
         assert state["messages"]["refill"].startswith(" ")  # appended to the "generated" message
+        for key, h in state["help"].items():  # the help lines and the hints, in Chinese; what a hint sets, not
+            assert CJK.search(h["text"]) and h["chapters"] == before["help"][key]["chapters"], key
+        assert [h["key"] for h in state["hints"]] == [h["key"] for h in before["hints"]]
+        for h, b in zip(state["hints"], before["hints"]):
+            assert CJK.search(h["text"]) and h["set"] == b["set"], h["key"]
         assert state["defaults"] == before["defaults"] and state["limits"] == before["limits"]
         assert browser_lab.NOTE not in zh and "浏览器中的模型" in zh
     assert fs.Catalogue({}).raw_html(browser_lab.lab_html()) == browser_lab.lab_html()  # nothing to translate
@@ -259,4 +264,10 @@ def test_lab_attention_templates_in_chinese(catalogue):
         title = _title(tpl["figure"])
         assert CJK.search(title) and "头" in title, (key, title)
         assert tpl["bindings"] == data["attention"][key]["bindings"]
+    assert "已关闭" in _title(zh["attention"]["1-2-off"]["figure"])
+    assert sorted(zh["lens"]) == sorted(data["lens"])
+    for key, tpl in zh["lens"].items():  # the lens: its title, and the rows its bindings label ("really next")
+        assert "logit 透镜" in _title(tpl["figure"]), key
+        assert "真正的下一个" in json.dumps(tpl["bindings"], ensure_ascii=False), key
+        assert tpl["figure"]["layout"]["yaxis"]["categoryarray"][-1] == "真正的下一个"
     assert not catalogue.missing, sorted(catalogue.missing)[:5]

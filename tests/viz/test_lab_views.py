@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import tinytf
 from tinytf.errors import TinyTFInputError
@@ -29,7 +30,7 @@ def _labels(ids):
 def test_a_template_fills_to_the_view_for_any_length(model):
     sample = list(b"abc")
     tpls = views.attention_templates(4, 6, {"attn": lab.run_lab(model, sample)["attn"].numpy()}, _labels(sample))
-    assert sorted(tpls) == sorted(f"{l}-{h}" for l in range(4) for h in range(6))
+    assert {f"{l}-{h}" for l in range(4) for h in range(6)} <= set(tpls)
     assert tpls["1-2"]["outputs"] == ["attn"]
     for text in ("x", "The model reads bytes.", "a" * 128):
         ids = list(text.encode())
@@ -41,6 +42,62 @@ def test_a_template_fills_to_the_view_for_any_length(model):
             z = np.array(want["data"][0]["z"])
             assert z.shape == (len(ids), len(ids)) and np.allclose(z.sum(-1), 1, atol=1e-5)
             assert np.all(np.triu(z, 1) == 0)  # the causal mask: no later byte is read
+
+
+def test_a_switched_off_head_says_so(model):
+    """A head switched off keeps its weights (only its output is multiplied by 0): the same map, drawn faded,
+    with a title that says so."""
+    sample = list(b"abc")
+    tpls = views.attention_templates(4, 6, {"attn": lab.run_lab(model, sample)["attn"].numpy()}, _labels(sample))
+    assert sorted(tpls) == sorted(f"{l}-{h}{s}" for l in range(4) for h in range(6) for s in ("", "-off"))
+    ids = list(b"The model reads bytes.")
+    out = {"attn": lab.run_lab(model, ids)["attn"].numpy()}
+    on = plain(views.figure_of(views.attention_view(out, _labels(ids), 2, 3)))
+    off = plain(views.figure_of(views.attention_view(out, _labels(ids), 2, 3, switched_off=True)))
+    assert views.apply(tpls["2-3-off"], out, _labels(ids)) == off
+    assert off["data"][0]["z"] == on["data"][0]["z"]  # the same weights
+    assert off["data"][0]["opacity"] < 1 and "opacity" not in on["data"][0]
+    title = off["layout"]["title"]["text"]
+    assert "switched off" in title and views.SWITCHED_OFF in title and "switched off" not in on["layout"]["title"]["text"]
+
+
+def _lens_python(model, ids, last):
+    """Python's own lens, for comparison: softmax of the lens output, its argmax and max, the last positions."""
+    probs = torch.softmax(lab.run_lab(model, ids)["lens"].double(), -1)[:, -last:]
+    return probs.argmax(-1), probs.max(-1).values
+
+
+def test_the_lens_template_fills_to_the_view_for_any_length(model):
+    sample = list(b"abc")
+    tpls = views.lens_templates({"lens": lab.run_lab(model, sample)["lens"].numpy()}, _labels(sample))
+    assert sorted(tpls, key=int) == [str(n) for n in views.LENS_WINDOWS]
+    assert all(t["outputs"] == ["lens"] for t in tpls.values())
+    for text in ("x", "the quick brown f", "The model reads bytes, one at a time. " * 4):
+        ids = list(text.encode())[-128:]
+        out = {"lens": lab.run_lab(model, ids)["lens"].numpy()}
+        for n in views.LENS_WINDOWS:
+            want = plain(views.figure_of(views.lens_view(out, _labels(ids), last=n)))
+            assert views.apply(tpls[str(n)], out, _labels(ids)) == want
+            heat, truth = want["data"]
+            shown = min(n, len(ids))
+            guess, prob = _lens_python(model, ids, shown)
+            assert np.array(heat["z"]).shape == (4, shown)
+            assert np.abs(np.array(heat["z"]) - prob.numpy()).max() < 1e-6
+            visible = ["␣" if c == " " else c for c in text[-128:]]
+            assert heat["text"] == [[views.GUESS_LABELS[b] for b in row] for row in guess.tolist()]
+            assert heat["x"] == [f"{i}: {c}" for i, c in enumerate(visible)][-shown:]
+            assert want["layout"]["xaxis"]["ticktext"] == visible[-shown:]
+            assert truth["text"] == (visible[1:] + ["?"])[-shown:] and set(truth["y"]) == {"really next"}
+
+
+def test_lens_view_names_bad_input(model):
+    out = {"lens": lab.run_lab(model, [97, 98])["lens"].numpy()}
+    with pytest.raises(TinyTFInputError, match="1 labels for 2 positions"):
+        views.lens_view(out, ["a"])
+    with pytest.raises(TinyTFInputError, match="last must be"):
+        views.lens_view(out, ["a", "b"], last=0)
+    with pytest.raises(TinyTFInputError, match="no 'lens'"):
+        views.lens_view({}, ["a"])
 
 
 def test_view_names_bad_layer_or_head(model):

@@ -239,9 +239,12 @@ RULES = {
     "n_bytes": "a whole number from 1 to 512",
 }
 MESSAGES = {
-    "empty": "The prompt is empty: type some text and the model shows which byte it expects next.",
+    "empty": ("The prompt is empty: type a few letters (for example “The ”) and the model shows which byte it "
+              "expects next."),
     "cut": ("Your text is {n} bytes long, but the model reads at most {max} bytes (its context): it sees the "
             "last {max} bytes only, the first {cut} were cut."),
+    "cut_one": ("Your text is {n} bytes long, but the model reads at most {max} bytes (its context): it sees the "
+                "last {max} bytes only, the first byte was cut."),
     "non_ascii": ("Your text has characters outside ASCII ({chars}). The model reads UTF-8 bytes, not characters: "
                   "each CJK character is 3 bytes, an emoji 4, and the model was trained almost only on English, "
                   "so its guesses after them are poor."),
@@ -254,14 +257,78 @@ MESSAGES = {
     "ready": "Loaded: {model}. It runs in your browser; nothing is sent anywhere.",
     "generating": "Writing byte {i} of {n}…",
     "generated": "Wrote {n} bytes in {seconds} s ({rate} bytes/s).",
+    "generated_one": "Wrote 1 byte in {seconds} s.",
     "refill": " From byte {at} on, the context was full: each step reads the last {max} bytes afresh.",
     "ablated": "{k} of {total} heads switched off.",
-    "idle": "The model (3.9 MB) and its runtime (14 MB) load when you first use the lab, once.",
+    "ablated_one": "1 head of {total} switched off.",
+    "idle": ("Waiting for the model: every control below works once it has loaded. Using any of them loads it "
+             "(3.9 MB, and the 14 MB runtime that runs it), once."),
     "caption": "The next byte after the prompt: the {shown} most likely of the {kept} bytes the sampler can draw",
+    "caption_all": "The next byte after the prompt: the {kept} bytes the sampler can draw, most likely first",
+    "caption_one": "The next byte after the prompt: the only byte the sampler can draw with these settings",
 }
 NAMES = {"temperature": "Temperature", "top_k": "Top-k", "top_p": "Top-p", "seed": "Seed", "n_bytes": "Bytes to write"}
 NOTE = ("<b>The model in your browser.</b> This lab runs text-4l, the book's model trained on English text, "
         "in your browser. It needs JavaScript; or open any chapter in Binder or Colab.")
+# the model's shape, for the controls the page shows before the model has loaded (a test keeps it text-4l's)
+SHAPE = {"n_layers": 4, "n_heads": 6}
+# the chapter that teaches each part of the lab: its number -> its page, from the book's root
+CHAPTERS = {2: "chapters/02_causal_self_attention.html", 6: "chapters/06_decoder_block.html",
+            7: "chapters/07_tiny_transformer.html", 11: "chapters/11_generation_kv_cache.html",
+            12: "chapters/12_misconceptions.html"}
+# a line of plain words under each control and view, on first sight: what it is, what to look for; and the
+# chapters that teach it
+HELP = {
+    "prompt": ("The model reads your text byte by byte and guesses the next byte.", [7]),
+    "model": ("The same model saved during its training: after 0 steps it is untrained and guesses at random.",
+              [7]),
+    "temperature": ("Divides the model's scores before the softmax: below 1 the likely bytes get likelier, "
+                    "above 1 the text gets wilder.", [11]),
+    "top_k": ("Only the k most likely bytes may be drawn.", [11]),
+    "top_p": ("Only the most likely bytes whose probabilities add up to p may be drawn.", [11]),
+    "seed": "The same seed and settings write the same text again.",
+    "table": ("What the model expects next, after the sampler's settings: Generate draws from this table, byte "
+              "after byte.", [11]),
+    "heads": ("A head is one attention pattern inside a block (here 6 per block, in 4 blocks, numbered from 0): "
+              "it picks which earlier bytes each byte reads. Switching one off multiplies its output by 0, so "
+              "you see what the model does without it.", [2, 12]),
+    "lens": ("Logit lens: the model's final norm and LM head applied after each block, as if the model stopped "
+             "there. Look for the block where the guess settles on the byte that really comes next.", [12]),
+    "attention": ("A layer is one of the 4 blocks (0 = nearest the input); a head, one attention pattern in it. "
+                  "Each row of the map is a byte of the prompt, its colours how much that byte reads each "
+                  "earlier one.", [2, 6]),
+}
+# "try this": what a click sets (the prompt, settings, heads switched off, the model) and whether it then
+# generates; shown in the views that have every part it needs. tests/tinytf/test_browser_lab_export.py checks
+# each hint's claim against the model.
+HINTS = [
+    {"key": "lens", "needs": ["lens"], "views": ["all", "parts"], "set": {"prompt": "the quick brown f"},
+     "text": "Type “the quick brown f” and watch the logit lens: which block first guesses the “o” that comes next?"},
+    {"key": "block0", "needs": ["ablation", "generate"], "views": ["all"],
+     "set": {"prompt": DEFAULTS["prompt"], "temperature": 0, "off": [[0, h] for h in range(6)], "generate": True},
+     "text": ("Switch off all six heads of block 0 and press Generate at temperature 0: are the words still "
+              "words? Switch them on again and compare.")},
+    {"key": "step90", "needs": ["snapshots", "generate"], "views": ["all"],
+     "set": {"prompt": DEFAULTS["prompt"], "model": "text-4l@step90", "temperature": 0, "generate": True},
+     "text": ("Pick the model after 90 training steps, set temperature 0 and press Generate: which one word has "
+              "it learnt so far?")},
+    {"key": "step0", "needs": ["snapshots"], "views": ["parts"], "set": {"model": "text-4l@step0"},
+     "text": ("Pick the model after 0 training steps: no byte stands out in its table, it has learnt nothing "
+              "yet. Then pick the later snapshots and watch the lens.")},
+    {"key": "greedy", "needs": ["generate"], "views": ["all", "sampling"],
+     "set": {"prompt": DEFAULTS["prompt"], "temperature": 0, "generate": True},
+     "text": ("Set temperature 0 and press Generate twice: the same text both times, because each step takes the "
+              "most likely byte. Then try temperature 1.5 with top-k and top-p empty.")},
+    {"key": "hot", "needs": ["generate"], "views": ["sampling"],
+     "set": {"prompt": DEFAULTS["prompt"], "temperature": 1.5, "top_k": None, "top_p": None, "generate": True},
+     "text": ("Set temperature 1.5, empty top-k and top-p, and press Generate: made-up words appear. Then set "
+              "temperature back to 0.8 and compare.")},
+]
+
+
+def hints(view: str = "all") -> list:
+    """The "try this" hints a lab of ``view`` shows (``HINTS``: text, what a click sets)."""
+    return [{"key": h["key"], "text": h["text"], "set": h["set"]} for h in HINTS if view in h["views"]]
 
 
 def snapshot_models() -> list:
@@ -285,9 +352,14 @@ def lab_config(model) -> dict:
 
 
 def page_state(view: str = "all") -> dict:
-    """What a lab div carries (JSON): the view, defaults, limits, rules, names and messages."""
+    """What a lab div carries (JSON): the view, defaults, limits, rules, names, messages, the model's shape and
+    snapshots (so every control shows before the model loads), the help lines and the hints."""
+    help_lines = {k: ({"text": v[0], "chapters": v[1]} if isinstance(v, tuple) else {"text": v, "chapters": []})
+                  for k, v in HELP.items()}
     return {"format": LAB_FORMAT, "view": view, "defaults": DEFAULTS, "limits": LIMITS, "rules": RULES,
-            "names": NAMES, "messages": MESSAGES, "top": TOP_BYTES, "prng": "mulberry32"}
+            "names": NAMES, "messages": MESSAGES, "top": TOP_BYTES, "prng": "mulberry32", "shape": SHAPE,
+            "models": [[key, label] for key, label, _ in snapshot_models()], "help": help_lines,
+            "chapters": {str(k): v for k, v in CHAPTERS.items()}, "hints": hints(view)}
 
 
 def lab_html(view: str = "all") -> str:

@@ -29,6 +29,13 @@ unchanged):
   ``["concat", [l, ...]]``, ``["repeat", l, n]``: lists
 * ``["format", fmt, [a, ...]]``: ``fmt.format(...)`` element-wise; only the fields ``{}``
   (strings), ``{:.Nf}`` and ``{:.N%}``
+* ``["softmax", x, axis]`` (float64, the maximum subtracted first), ``["max", x, axis]``,
+  ``["argmax", x, axis]`` (the first index of the maximum): along one axis
+* ``["slice", x, axis, start, stop]``: Python's ``start:stop`` along ``axis`` (negative and null bounds as
+  Python has them; a list: axis 0)
+* ``["lookup", table, idx]``: ``table[i]`` for every integer i of ``idx`` (nested lists, e.g. byte labels);
+  ``["relabel", l, {old: new}]``: each string of a list, replaced where the mapping has it;
+  ``["fill", l, v]``: a list of ``v`` as long as ``l``
 """
 from __future__ import annotations
 
@@ -97,6 +104,27 @@ def _frac(mask) -> float:
     return float(np.float32(np.count_nonzero(mask)) / np.float32(mask.size))
 
 
+def _softmax(x, axis: int):
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _slice(x, axis: int, start, stop):
+    if isinstance(x, list):
+        if axis != 0:
+            raise ValueError(f"slice: a list has one axis (0); got axis {axis}")
+        return x[start:stop]
+    x = np.asarray(x)
+    idx = [slice(None)] * x.ndim
+    idx[axis] = slice(start, stop)
+    return x[tuple(idx)]
+
+
+def _lookup(table, idx):
+    return np.asarray(table, dtype=object)[np.asarray(idx, dtype=np.int64)].tolist()
+
+
 def _format(fmt: str, args: list):
     lists = [a for a in args if isinstance(a, (list, np.ndarray))]
     if not lists:
@@ -132,6 +160,13 @@ OPS = {
     "concat": lambda ls: [v for lst in ls for v in lst],
     "repeat": lambda lst, n: list(lst) * n,
     "format": _format,
+    "softmax": _softmax,
+    "max": lambda x, axis: np.max(x, axis=axis),
+    "argmax": lambda x, axis: np.argmax(x, axis=axis),
+    "slice": _slice,
+    "lookup": _lookup,
+    "relabel": lambda lst, mapping: [mapping.get(v, v) for v in lst],
+    "fill": lambda lst, v: [v] * len(lst),
 }
 LEAVES = ("out", "labels", "const")
 

@@ -251,6 +251,7 @@ var tinytfCore = (function () {
     f.data.forEach(function (t) {
       if ((t.xaxis || "x") === s.xr && Array.isArray(t.x) && typeof t.x[0] === "string") { labels = labels.concat(t.x); }
     });
+    if (Array.isArray(s.xa.ticktext) && s.xa.ticktext.length) { labels = s.xa.ticktext.map(String); }  // what is drawn
     var uniq = labels.filter(function (v, i) { return labels.indexOf(v) === i; });
     if (!uniq.length) { return size + 14; }
     var longest = Math.max.apply(null, uniq.map(function (v) { return textWidth(v, size); }));
@@ -651,6 +652,12 @@ var tinytfCore = (function () {
     return s.replace("-", "−");
   }
   function label(arr, i) { return arr && arr[i] != null ? stripTags(arr[i]) : String(i); }
+  function sizeText(rows, columns) {  // "1 row", not "1 rows"
+    if (rows === 1 && columns === 1) { return tr("1 row × 1 column"); }
+    if (rows === 1) { return tr("1 row × {columns} columns", { columns: columns }); }
+    if (columns === 1) { return tr("{rows} rows × 1 column", { rows: rows }); }
+    return tr("{rows} rows × {columns} columns", { rows: rows, columns: columns });
+  }
   function describeTrace(t) {
     var name = stripTags(t.name || "");
     if (t.visible === false || name === "(unused)" || t.hoverinfo === "skip" && t.type === "scatter" && !t.name) { return null; }
@@ -669,7 +676,7 @@ var tinytfCore = (function () {
       });
       if (!n) { return null; }
       var ys = values(t.y), xs = values(t.x);
-      var size = tr("{rows} rows × {columns} columns", { rows: z.length, columns: z[0].length });
+      var size = sizeText(z.length, z[0].length);
       if (lo === hi) {  // a one-colour layer (e.g. the grey masked cells): say which cells it marks, not a range
         return (name ? name + ": " : "") + tr("{n} of the {size} cells shaded", { n: n, size: size });
       }

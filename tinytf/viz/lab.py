@@ -9,6 +9,16 @@ mask's cells are the weights 0 the model computes).
     spec = attention_view({"attn": out["attn"]}, labels, layer=2, head=5)   # FigureSpec (plotly dict)
     tpl = template(spec)                                                    # {"figure", "bindings", "outputs"}
     apply(tpl, {"attn": other_attn}, other_labels) == figure_of(attention_view(...))
+    lens_view({"lens": out["lens"]}, labels, last=32)   # the logit lens: block x position, the guess and its probability
+
+A head switched off (``switched_off=True``) has its own template: its weights are still computed (only its
+output is multiplied by 0 before W_o), so its map is the same; the figure says so and is drawn faded.
+
+The logit lens (``lens_view``) shows the last ``last`` positions of the prompt (``LENS_WINDOWS``: the page takes
+10 on a narrow screen, 32 on a wide one): the guess after each block (the byte of the largest probability of
+the final norm and LM head applied to the stream leaving the block) as the cell's text, its probability as the
+colour, and the byte that really comes next in the last row. Softmax, maximum and argmax are binding
+operations, so the page computes them from the graph's ``lens`` output by the same recipe.
 """
 from __future__ import annotations
 
@@ -30,6 +40,11 @@ from .common import FONT, SEQUENTIAL, make_figure, spec_only
 from .templates import _set, byte_labels, figure_of, plain
 
 HEIGHT = 440
+LENS_WINDOWS = (10, 32)  # positions the lens shows: a narrow screen, a wide one
+LENS_HEIGHT = 300
+# the guessed byte as the cell's text: tinytf's byte label, a space made visible
+GUESS_LABELS = ["␣" if lab == " " else lab for lab in byte_labels()]
+SWITCHED_OFF = "head switched off: its weights are still computed, but its output is multiplied by 0"
 
 
 def _out(outputs: dict, name: str) -> bnd.Bound:
@@ -38,9 +53,11 @@ def _out(outputs: dict, name: str) -> bnd.Bound:
     return bnd.Bound(np.asarray(outputs[name], dtype=np.float32).astype(np.float64), ["out", name])
 
 
-def attention_view(outputs: dict, labels: list, layer: int, head: int):
+def attention_view(outputs: dict, labels: list, layer: int, head: int, switched_off: bool = False):
     """Heatmap of the attention weights of ``head`` in ``layer``: query (rows) x key (columns), one 0..1
-    colour scale. ``outputs``: {"attn": [L, H, T, T]} (the lab graph's output for a prompt)."""
+    colour scale. ``outputs``: {"attn": [L, H, T, T]} (the lab graph's output for a prompt). ``switched_off``:
+    the head's output is multiplied by 0 (the lab's head mask); its weights, and so the map, are unchanged, and
+    the figure says so (drawn faded)."""
     w = _out(outputs, "attn")
     L, H, T, S = w.shape
     if not (0 <= layer < L and 0 <= head < H):
@@ -48,13 +65,18 @@ def attention_view(outputs: dict, labels: list, layer: int, head: int):
     z = w[layer, head]
     lab = bnd.token_axis_labels(labels, T)
     data = [dict(type="heatmap", z=z, x=lab, y=lab, coloraxis="coloraxis", xgap=1, ygap=1,
-                 name=f"layer {layer} head {head}",
+                 name=f"layer {layer} head {head}" + (" (switched off)" if switched_off else ""),
                  hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>")]
+    sub = "each row sums to 1; above the diagonal: later bytes, weight 0 (the causal mask)"
+    head_line = f"<b>Layer {layer}, head {head}: which earlier byte each byte reads</b>"
+    if switched_off:
+        data[0]["opacity"] = 0.45
+        head_line = (f"<b>Layer {layer}, head {head} (switched off): which earlier byte each byte reads</b>"
+                     f"<br><span style='font-size:12px'>{SWITCHED_OFF}; the map is the same, only what the "
+                     "head passes on is gone</span>")
     layout = dict(
         font=FONT, height=HEIGHT, margin=dict(l=70, r=70, t=86, b=60), plot_bgcolor="white",
-        title=dict(text=(f"<b>Layer {layer}, head {head}: which earlier byte each byte reads</b>"
-                         "<br><span style='font-size:12px'>each row sums to 1; above the diagonal: later bytes, "
-                         "weight 0 (the causal mask)</span>"), x=0.01, xanchor="left"),
+        title=dict(text=f"{head_line}<br><span style='font-size:12px'>{sub}</span>", x=0.01, xanchor="left"),
         xaxis=dict(type="category", title=dict(text="key (the byte read)", font=dict(size=11)), fixedrange=True,
                    tickfont=dict(size=10), tickangle=0),
         yaxis=dict(type="category", autorange="reversed", title=dict(text="query (the byte reading)",
@@ -62,6 +84,52 @@ def attention_view(outputs: dict, labels: list, layer: int, head: int):
                    fixedrange=True, tickfont=dict(size=10)),
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
                        colorbar=dict(title=dict(text="weight"), thickness=12, len=0.9)),
+        showlegend=False,
+    )
+    with spec_only():
+        return make_figure(data, layout)
+
+
+def lens_view(outputs: dict, labels: list, last=None):
+    """The logit lens of a prompt, one column per position: the byte read there (under the column); for each
+    block, from the bottom up, the byte the model would guess next if it stopped after that block (the cell's
+    text) and its probability (the colour, 0..1); the byte that really comes next (top row; "?" after the last). ``outputs``:
+    {"lens": [L, T, V]} (the lab graph's output: final norm + LM head on the stream leaving each block);
+    ``last``: show only the last ``last`` positions (None: every one)."""
+    lens = _out(outputs, "lens")
+    L, T, V = lens.shape
+    if len(labels) != T:
+        raise TinyTFInputError(f"lens view: {len(labels)} labels for {T} positions")
+    if last is not None and (not isinstance(last, int) or last < 1):
+        raise TinyTFInputError(f"lens view: last must be a whole number >= 1 or None; got {last!r}")
+    start = None if last is None else -last
+    shown = bnd.op("slice", lens, 1, start, None)          # [L, n, V]
+    prob = bnd.op("max", bnd.op("softmax", shown, -1), -1)  # [L, n]
+    guess = bnd.op("lookup", GUESS_LABELS, bnd.op("argmax", shown, -1))
+    visible = bnd.op("relabel", bnd.Bound(list(labels), ["labels"]), {" ": "␣"})  # a space made visible
+    x = bnd.op("slice", bnd.op("axis_labels", visible), 0, start, None)  # "7: c": one column per position
+    read = bnd.op("slice", visible, 0, start, None)
+    truth = bnd.op("slice", bnd.op("concat", [bnd.op("slice", visible, 0, 1, None), ["?"]]), 0, start, None)
+    blocks = [f"block {l}" for l in range(L)]
+    # rows from the bottom: the blocks in the order the stream passes them, then the byte that really comes next;
+    # the heatmap's rows are the first categories of the axis (plotly places a heatmap's texts by row index)
+    data = [dict(type="heatmap", z=prob, x=x, y=blocks, text=guess, texttemplate="%{text}", coloraxis="coloraxis",
+                 xgap=1, ygap=1, name="guess after each block",
+                 hovertemplate="%{y}, position %{x}<br>guess %{text}: probability %{z:.1%}<extra></extra>"),
+            dict(type="scatter", mode="text", x=x, y=bnd.op("fill", x, bnd.op("format", "really next", [])),
+                 text=truth, textfont=dict(size=12), name="really next", showlegend=False,
+                 hovertemplate="position %{x}: really followed by %{text}<extra></extra>")]
+    layout = dict(
+        font=FONT, height=LENS_HEIGHT, margin=dict(l=90, r=70, t=80, b=50), plot_bgcolor="white",
+        title=dict(text=("<b>Logit lens: the next byte each block would guess</b><br><span style='font-size:12px'>"
+                         "one column per position of the prompt, read from the bottom up; a cell: the guessed byte "
+                         "(␣ = space), coloured by its probability</span>"), x=0.01, xanchor="left"),
+        xaxis=dict(type="category", tickvals=x, ticktext=read, tickangle=0, fixedrange=True, tickfont=dict(size=12),
+                   title=dict(text="the byte read at each position", font=dict(size=11))),
+        yaxis=dict(type="category", fixedrange=True, tickfont=dict(size=11),
+                   categoryorder="array", categoryarray=[*blocks, "really next"]),
+        coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                       colorbar=dict(title=dict(text="probability"), thickness=12, len=0.9)),
         showlegend=False,
     )
     with spec_only():
@@ -89,8 +157,19 @@ def apply(tpl: dict, outputs: dict, labels: list) -> dict:
 
 
 def attention_templates(n_layers: int, n_heads: int, sample: dict, labels: list) -> dict:
-    """{"<layer>-<head>": template} for every layer and head, built from one sample of outputs."""
-    return {f"{l}-{h}": template(attention_view(sample, labels, l, h)) for l in range(n_layers) for h in range(n_heads)}
+    """{"<layer>-<head>": template} for every layer and head, built from one sample of outputs, and
+    {"<layer>-<head>-off": template} for the same head switched off."""
+    out = {}
+    for l in range(n_layers):
+        for h in range(n_heads):
+            out[f"{l}-{h}"] = template(attention_view(sample, labels, l, h))
+            out[f"{l}-{h}-off"] = template(attention_view(sample, labels, l, h, switched_off=True))
+    return out
+
+
+def lens_templates(sample: dict, labels: list) -> dict:
+    """{"<window>": template} of the logit lens for each of ``LENS_WINDOWS``, built from one sample."""
+    return {str(n): template(lens_view(sample, labels, last=n)) for n in LENS_WINDOWS}
 
 
 # ------------------------------------------------------------------ the lab's files in _static/lab
@@ -122,7 +201,8 @@ def build_assets(directory) -> dict:
     manifest = {"format": LAB_FORMAT, "models": models, "config": cfg, "outputs": list(OUTPUTS),
                 "inputs": list(INPUTS), "byte_labels": byte_labels(),
                 "attention": attention_templates(cfg["n_layers"], cfg["n_heads"], {"attn": out["attn"].numpy()},
-                                                 [chr(b) for b in sample])}
+                                                 [chr(b) for b in sample]),
+                "lens": lens_templates({"lens": out["lens"].numpy()}, [chr(b) for b in sample])}
     files[LAB_JSON] = (json.dumps(manifest, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
     return files
 
