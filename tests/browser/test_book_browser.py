@@ -141,3 +141,27 @@ def test_every_built_page_is_tested(book_html):
              and p.relative_to(book_html).parts[0] != "zh"}
     tested = {f"{d}.html" for d in DOCS} | set(EXTRA_PAGES)
     assert built <= tested, f"pages built but not opened by these tests: {sorted(built - tested)}"
+
+
+def test_the_book_follows_the_readers_system_colour_scheme(book_server, browser):
+    """Until a reader picks a mode with the theme button, a page is dark on a system set to dark and light on one
+    set to light (pydata-sphinx-theme's "auto"), and its figures are drawn for that mode."""
+    page, console_errors, remote_requests = open_page(browser, "chapters/06_decoder_block.html")
+    # the page's background and a figure's tick labels: dark background and light text, or the other way round
+    looks = """() => { const sum = c => c.match(/\\d+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0);
+        const title = document.querySelector('.plotly-graph-div .xtick text');
+        return [document.documentElement.dataset.theme, sum(getComputedStyle(document.body).backgroundColor) < 384,
+                sum(getComputedStyle(title).fill) > 384]; }"""
+    try:
+        for scheme in ("dark", "light"):
+            page.emulate_media(color_scheme=scheme)
+            page.reload()
+            page.wait_for_function(f"() => document.documentElement.dataset.theme === '{scheme}'")
+            page.wait_for_function("() => document.querySelector('.plotly-graph-div .xtick text')")
+            page.wait_for_timeout(300)  # the figures redraw for the mode after the theme is set
+            theme, dark_page, light_text = page.evaluate(looks)
+            assert (theme, dark_page, light_text) == (scheme, scheme == "dark", scheme == "dark"), scheme
+        assert not console_errors, console_errors
+        assert not remote_requests, remote_requests
+    finally:
+        page.context.close()
