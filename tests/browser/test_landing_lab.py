@@ -490,8 +490,22 @@ def test_each_hint_does_what_it_says(page, model):
     assert set(bytes(got).decode().split()) == {"the"}
     assert page.locator(f"{LAB} input[type=checkbox]:not(:checked)").count() == 0  # every head on again
     page.evaluate(f"() => {{ document.querySelector('{LAB}').tinytfLab.generated = []; }}")
-    assert click("greedy") == lab.sample_text(model, prompt, 64, temperature=0)
+    greedy = click("greedy")
+    assert greedy == lab.sample_text(model, prompt, 64, temperature=0)
     assert _lab(page, "l.entry.key") == "text-4l"
+    assert _box(page, "seed").input_value() == "1"
+    # what the hint says next, on the page: seed 2 at temperature 0 writes the same text; at 1.5 seeds 1 and 2
+    # write different texts, and seed 1 its own again
+    _box(page, "seed").fill("2")
+    assert _generate(page) == greedy
+    _box(page, "temperature").fill("1.5")
+    _box(page, "seed").fill("1")
+    hot = _generate(page)
+    assert hot == lab.sample_text(model, prompt, 64, seed=1, temperature=1.5, top_k=40, top_p=0.95)
+    _box(page, "seed").fill("2")
+    assert _generate(page) not in (hot, greedy)
+    _box(page, "seed").fill("1")
+    assert _generate(page) == hot
     _prompt(page, ASCII)
     _settings(page, 0.8, 40, 0.95)
 
@@ -596,6 +610,22 @@ def test_the_lens_figure_is_pythons(page, model, width, text):
         .filter(e => e.offsetParent).map(e => [e.scrollWidth, e.clientWidth])""")
     assert all(sw <= cw + 1 for sw, cw in cap), cap  # no caption clipped
     book_browser.resize(page, 1280)
+
+
+def test_the_table_is_the_samplers_the_lens_the_models(page):
+    """The next-byte table and the lens's last block disagree at the default temperature 0.8 (the table is the
+    sampler's distribution, the lens the model's own): the help lines say so, and at temperature 1 with nothing
+    cut the table's top byte has the lens's probability."""
+    _loaded(page)
+    _prompt(page, ASCII)
+    _settings(page, 0.8, 40, 0.95)
+    lens = _lab(page, "l.lensSpec.data[0].z")[-1][-1]  # the last block, the last position
+    assert abs(_lab(page, "Math.max(...l.probs)") - lens) > 0.03
+    _settings(page, 1, None, None)
+    assert abs(_lab(page, "Math.max(...l.probs)") - lens) < TOL
+    _settings(page, 0.8, 40, 0.95)
+    assert "model's own (temperature 1, nothing cut)" in page.locator(f"{LAB} [id$='-lens-help']").inner_text()
+    assert "after temperature, top-k and top-p" in page.locator(f"{LAB} [id$='-table-help']").inner_text()
 
 
 def test_help_lines_and_their_links(page):
