@@ -214,7 +214,7 @@ def test_generation_runs_past_the_whole_context(page, model):
     _box(page, "n_bytes").fill("60")
     got = _generate(page)
     assert got == lab.sample_text(model, prompt, 60, temperature=0)
-    assert "the context was full" in page.locator(f"{LAB} .tinytf-lab-status").text_content()
+    assert "the context was full" in page.locator(f"{LAB} [id$='-genstatus']").text_content()
     _settings(page, 0.8, 40, 0.95)
     _box(page, "n_bytes").fill("64")
 
@@ -568,7 +568,7 @@ def test_one_byte_one_head_no_plural(page):
     page.locator(f"{LAB} [id$='-generate']").click()
     page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
                            "return !l.busy && l.generated.length === 1; }", timeout=60_000)
-    assert page.locator(f"{LAB} .tinytf-lab-status").text_content().startswith("Wrote 1 byte in ")
+    assert page.locator(f"{LAB} [id$='-genstatus']").text_content().startswith("Wrote 1 byte in ")
     _box(page, "n_bytes").fill("64")
     _heads(page, [(0, 0)])
     assert "1 head of 24 switched off." in _messages(page)
@@ -609,6 +609,40 @@ def test_the_lens_figure_is_pythons(page, model, width, text):
     cap = page.evaluate(f"""() => [...document.querySelectorAll('{LAB} .tinytf-figtitle, {LAB} .tinytf-lab-caption')]
         .filter(e => e.offsetParent).map(e => [e.scrollWidth, e.clientWidth])""")
     assert all(sw <= cw + 1 for sw, cw in cap), cap  # no caption clipped
+    book_browser.resize(page, 1280)
+
+
+def test_generation_says_what_it_did_next_to_generate_and_shows_the_newest_text(page):
+    """At 375 px a reader presses Generate where it is: the progress and the result show right beside it (a live
+    region), not in the status line at the top of the lab, off-screen by then. After a long prompt the output box
+    follows the new text to its end, unless the reader scrolls up in it."""
+    _loaded(page)
+    book_browser.resize(page, 375, 700)
+    pasted = ("All work and no play makes a dull model. " * 40)  # 1640 bytes: the box shows the whole text
+    _prompt(page, pasted)
+    _box(page, "n_bytes").fill("40")
+    button, status = page.locator(f"{LAB} [id$='-generate']"), page.locator(f"{LAB} [id$='-genstatus']")
+    assert status.get_attribute("aria-live") == "polite"
+    button.scroll_into_view_if_needed()
+    button.click()
+    page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
+                           "return !l.busy && l.generated.length === 40; }", timeout=60_000)
+    assert status.text_content().startswith("Wrote 40 bytes in ")
+    assert "Loaded" in page.locator(f"{LAB} .tinytf-lab-status").text_content()  # the top line kept its words
+    b, st = button.bounding_box(), status.bounding_box()
+    assert 0 <= st["y"] and st["y"] + st["height"] <= 700  # on screen where the reader pressed
+    assert st["y"] - (b["y"] + b["height"]) < 40  # beside the button, or just under it
+    box = page.locator(f"{LAB} .tinytf-lab-output")
+    top, height, client = box.evaluate("e => [e.scrollTop, e.scrollHeight, e.clientHeight]")
+    assert height > 2 * client and top + client >= height - 4  # the box overflows and shows its end
+    # the reader scrolls up in the box while it writes (after its third byte): it stays where the reader put it
+    top = _lab(page, """new Promise(done => {
+        const box = l.ui.output, seen = new MutationObserver(() => { if (l.generated.length === 3) box.scrollTop = 0; });
+        seen.observe(box, { childList: true, characterData: true, subtree: true });
+        l.generate().then(() => { seen.disconnect(); done([box.scrollTop, l.generated.length]); }); })""")
+    assert top == [0, 40]
+    _box(page, "n_bytes").fill("64")
+    _prompt(page, ASCII)
     book_browser.resize(page, 1280)
 
 
