@@ -455,13 +455,14 @@
     return lab.entry && lab.entry.key === key ? Promise.resolve() : load(lab, key);
   }
   function buildHeads(lab, shape) {
-    var ui = lab.ui, box = el("div", { "class": "tinytf-lab-section" });
+    var ui = lab.ui, box = el("div", { "class": "tinytf-lab-section tinytf-lab-headbox" });
     var fs = el("fieldset", { "class": "tinytf-lab-heads tinytf-lab-waits", "aria-describedby": ui.id + "-heads-help" });
     fs.appendChild(el("legend", {}, tr("Heads switched on (uncheck a head to remove its output before W_o)")));
     fs.appendChild(help(ui, lab.state, "heads"));
     ui.heads = [];
     for (var l = 0; l < shape.n_layers; l++) {
-      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": tr("Layer {l}", { l: l }) });
+      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": tr("Layer {l}", { l: l }),
+                             style: "--heads: " + shape.n_heads + "; --half: " + Math.ceil(shape.n_heads / 2) });
       line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, tr("Layer {l}", { l: l })));
       for (var h = 0; h < shape.n_heads; h++) {
         var b = el("input", { type: "checkbox", id: ui.id + "-head-" + l + "-" + h, "data-layer": String(l),

@@ -646,6 +646,25 @@ def test_generation_says_what_it_did_next_to_generate_and_shows_the_newest_text(
     book_browser.resize(page, 1280)
 
 
+@pytest.mark.parametrize("width,lines", [(375, 1), (320, 2), (1280, 1)])
+def test_each_layers_head_switches_fit_their_row(page, width, lines):
+    """A layer's six head switches: one line at 375 px and wider (h5 is not wrapped alone onto a line of its own),
+    two even lines of three on a narrower phone; the same columns in every layer; nothing sticks out."""
+    book_browser.resize(page, width)
+    rows = page.evaluate(f"""() => [...document.querySelectorAll('{LAB} .tinytf-lab-headrow')].map(r => {{
+        const tops = [...r.querySelectorAll('label')].map(l => Math.round(l.getBoundingClientRect().top));
+        const lefts = [...r.querySelectorAll('label')].map(l => Math.round(l.getBoundingClientRect().left));
+        const line = tops.map(t => tops.filter(u => u === t).length);
+        return {{lines: new Set(tops).size, per: line, lefts: lefts,
+                 out: Math.round(r.lastElementChild.getBoundingClientRect().right - r.getBoundingClientRect().right)}}; }})""")
+    assert len(rows) == 4
+    for row in rows:
+        assert row["lines"] == lines and set(row["per"]) == {6 // lines}, row
+        assert row["out"] <= 0, row
+        assert row["lefts"] == rows[0]["lefts"]  # the same columns in every layer
+    book_browser.resize(page, 1280)
+
+
 def test_the_table_is_the_samplers_the_lens_the_models(page):
     """The next-byte table and the lens's last block disagree at the default temperature 0.8 (the table is the
     sampler's distribution, the lens the model's own): the help lines say so, and at temperature 1 with nothing
