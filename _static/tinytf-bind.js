@@ -242,6 +242,8 @@
       return elementwise(lst, function (v) { return Object.prototype.hasOwnProperty.call(mapping, v) ? mapping[v] : v; });
     },
     fill: function (lst, v) { return Array.from({ length: isNd(lst) ? lst.dims[0] : lst.length }, function () { return v; }); },
+    len: function (lst) { return isNd(lst) ? lst.dims[0] : lst.length; },
+    at_most: function (x, c, a, b) { return x <= c ? a : b; },
   };
 
   function toNested(x) {

@@ -292,9 +292,14 @@
       describedBy(box, [rule.id, id + "-" + name + "-help"]);
     });
     form.appendChild(row);
-    var actions = el("div", { "class": "tinytf-lab-row" });
+    // Generate, and next to it what generation is doing and what it did (where the reader pressed: on a phone the
+    // status line at the top of the lab is off-screen by then)
+    var actions = el("div", { "class": "tinytf-lab-row tinytf-lab-actions" });
     ui.generate = el("button", { type: "button", "class": "tinytf-lab-button", id: id + "-generate" }, tr("Generate"));
+    ui.genStatus = el("p", { "class": "tinytf-lab-genstatus", role: "status", "aria-live": "polite",
+                             id: id + "-genstatus" });
     actions.appendChild(ui.generate);
+    actions.appendChild(ui.genStatus);
     form.appendChild(actions);
     ui.root.appendChild(form);
   }
@@ -370,6 +375,8 @@
     });
   }
   function say(lab, text) { lab.ui.status.textContent = text; }
+  // generation's progress and result, next to the Generate button
+  function sayGenerated(lab, text) { lab.ui.genStatus.textContent = text; }
   // the progress bar: until the model has loaded it keeps its place, shown or not (nothing moves under the
   // reader's pointer when a click starts the load); then it takes room only while a snapshot loads
   function showProgress(lab, on) {
@@ -377,8 +384,11 @@
     bar.hidden = !on && !early;
     bar.style.visibility = on ? "" : "hidden";
   }
-  function report(lab) {
-    return function (err) { say(lab, fill(lab.M.failed, { error: err && err.message ? err.message : String(err) })); };
+  function report(lab, where) {
+    return function (err) {
+      var why = err && err.message ? err.message : String(err);
+      (where || say)(lab, why === "file://" ? lab.M.file : fill(lab.M.failed, { error: why }));
+    };
   }
   // the singular of a message where the number is 1 ("1 byte", not "1 bytes")
   function plural(lab, key, n, values) { return fill(n === 1 && lab.M[key + "_one"] ? lab.M[key + "_one"] : lab.M[key], values); }
@@ -445,13 +455,14 @@
     return lab.entry && lab.entry.key === key ? Promise.resolve() : load(lab, key);
   }
   function buildHeads(lab, shape) {
-    var ui = lab.ui, box = el("div", { "class": "tinytf-lab-section" });
+    var ui = lab.ui, box = el("div", { "class": "tinytf-lab-section tinytf-lab-headbox" });
     var fs = el("fieldset", { "class": "tinytf-lab-heads tinytf-lab-waits", "aria-describedby": ui.id + "-heads-help" });
     fs.appendChild(el("legend", {}, tr("Heads switched on (uncheck a head to remove its output before W_o)")));
     fs.appendChild(help(ui, lab.state, "heads"));
     ui.heads = [];
     for (var l = 0; l < shape.n_layers; l++) {
-      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": tr("Layer {l}", { l: l }) });
+      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": tr("Layer {l}", { l: l }),
+                             style: "--heads: " + shape.n_heads + "; --half: " + Math.ceil(shape.n_heads / 2) });
       line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, tr("Layer {l}", { l: l })));
       for (var h = 0; h < shape.n_heads; h++) {
         var b = el("input", { type: "checkbox", id: ui.id + "-head-" + l + "-" + h, "data-layer": String(l),
@@ -755,6 +766,7 @@
                 prefix: lab.ui.prompt.value };
       g.draw = mulberry32(g.s.seed);
       lab.busy = true; lab.stop = false; lab.generated = g.bytes; lab.stepTimes = [];
+      sayGenerated(lab, "");
       lab.ui.generate.textContent = tr("Stop");
       function loop(out) {
         var next = step(lab, g, out);
@@ -765,8 +777,8 @@
       return run(lab, g.ids).then(loop).then(function () {
         var secs = (performance.now() - g.t0) / 1000, n = g.bytes.length;
         lab.rate = n / secs;
-        say(lab, plural(lab, "generated", n, { n: n, seconds: secs.toFixed(2), rate: lab.rate.toFixed(0) }) +
-            (g.refill !== null ? fill(lab.M.refill, { at: g.refill + 1, max: g.max }) : ""));
+        sayGenerated(lab, plural(lab, "generated", n, { n: n, seconds: secs.toFixed(2), rate: lab.rate.toFixed(0) }) +
+                     (g.refill !== null ? fill(lab.M.refill, { at: g.refill + 1, max: g.max }) : ""));
       }).finally(function () {
         lab.busy = false;
         lab.ui.generate.textContent = tr("Generate");
@@ -780,8 +792,8 @@
     var b = s.temperature === 0 ? argmax(out.logits.data) : pick(probs, g.draw());
     g.bytes.push(b); g.ids.push(b);
     lab.stepTimes.push(performance.now() - g.t0);  // ms from the start to each byte written
-    lab.ui.output.textContent = g.prefix + g.decoder.decode(new Uint8Array(g.bytes));
-    say(lab, fill(lab.M.generating, { i: g.bytes.length, n: s.n_bytes }));
+    write(lab, g, g.prefix + g.decoder.decode(new Uint8Array(g.bytes)));
+    sayGenerated(lab, fill(lab.M.generating, { i: g.bytes.length, n: s.n_bytes }));
     if (g.bytes.length >= s.n_bytes || lab.stop) { return null; }
     if (out.present_k.dims[2] + 1 > g.max) {
       if (g.refill === null) { g.refill = g.bytes.length; }
@@ -789,6 +801,14 @@
       return run(lab, g.ids);
     }
     return run(lab, [b], out.present_k, out.present_v);
+  }
+
+  // the text so far in the output box, its newest bytes in sight: the box scrolls to its end as they arrive (from
+  // the first byte on, wherever it was), unless the reader has scrolled up in it since; back at the end, it follows
+  function write(lab, g, text) {
+    var box = lab.ui.output, atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 4;
+    box.textContent = text;
+    if (g.bytes.length === 1 || atEnd) { box.scrollTop = box.scrollHeight; }
   }
 
   // ---- a hint: set what it names (the prompt, settings, heads switched off, the model), then run (and generate)
@@ -832,7 +852,7 @@
       });
       input.addEventListener("keydown", function (ev) { spin(lab, name, input, ev); });
     });
-    ui.generate.addEventListener("click", function () { generate(lab).catch(report(lab)); });
+    ui.generate.addEventListener("click", function () { generate(lab).catch(report(lab, sayGenerated)); });
     (ui.hints || []).forEach(function (h) {
       h.button.addEventListener("click", function () { tryHint(lab, h.hint.key).catch(report(lab)); });
     });

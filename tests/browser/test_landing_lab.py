@@ -214,7 +214,7 @@ def test_generation_runs_past_the_whole_context(page, model):
     _box(page, "n_bytes").fill("60")
     got = _generate(page)
     assert got == lab.sample_text(model, prompt, 60, temperature=0)
-    assert "the context was full" in page.locator(f"{LAB} .tinytf-lab-status").text_content()
+    assert "the context was full" in page.locator(f"{LAB} [id$='-genstatus']").text_content()
     _settings(page, 0.8, 40, 0.95)
     _box(page, "n_bytes").fill("64")
 
@@ -490,8 +490,22 @@ def test_each_hint_does_what_it_says(page, model):
     assert set(bytes(got).decode().split()) == {"the"}
     assert page.locator(f"{LAB} input[type=checkbox]:not(:checked)").count() == 0  # every head on again
     page.evaluate(f"() => {{ document.querySelector('{LAB}').tinytfLab.generated = []; }}")
-    assert click("greedy") == lab.sample_text(model, prompt, 64, temperature=0)
+    greedy = click("greedy")
+    assert greedy == lab.sample_text(model, prompt, 64, temperature=0)
     assert _lab(page, "l.entry.key") == "text-4l"
+    assert _box(page, "seed").input_value() == "1"
+    # what the hint says next, on the page: seed 2 at temperature 0 writes the same text; at 1.5 seeds 1 and 2
+    # write different texts, and seed 1 its own again
+    _box(page, "seed").fill("2")
+    assert _generate(page) == greedy
+    _box(page, "temperature").fill("1.5")
+    _box(page, "seed").fill("1")
+    hot = _generate(page)
+    assert hot == lab.sample_text(model, prompt, 64, seed=1, temperature=1.5, top_k=40, top_p=0.95)
+    _box(page, "seed").fill("2")
+    assert _generate(page) not in (hot, greedy)
+    _box(page, "seed").fill("1")
+    assert _generate(page) == hot
     _prompt(page, ASCII)
     _settings(page, 0.8, 40, 0.95)
 
@@ -554,7 +568,7 @@ def test_one_byte_one_head_no_plural(page):
     page.locator(f"{LAB} [id$='-generate']").click()
     page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
                            "return !l.busy && l.generated.length === 1; }", timeout=60_000)
-    assert page.locator(f"{LAB} .tinytf-lab-status").text_content().startswith("Wrote 1 byte in ")
+    assert page.locator(f"{LAB} [id$='-genstatus']").text_content().startswith("Wrote 1 byte in ")
     _box(page, "n_bytes").fill("64")
     _heads(page, [(0, 0)])
     assert "1 head of 24 switched off." in _messages(page)
@@ -596,6 +610,75 @@ def test_the_lens_figure_is_pythons(page, model, width, text):
         .filter(e => e.offsetParent).map(e => [e.scrollWidth, e.clientWidth])""")
     assert all(sw <= cw + 1 for sw, cw in cap), cap  # no caption clipped
     book_browser.resize(page, 1280)
+
+
+def test_generation_says_what_it_did_next_to_generate_and_shows_the_newest_text(page):
+    """At 375 px a reader presses Generate where it is: the progress and the result show right beside it (a live
+    region), not in the status line at the top of the lab, off-screen by then. After a long prompt the output box
+    follows the new text to its end, unless the reader scrolls up in it."""
+    _loaded(page)
+    book_browser.resize(page, 375, 700)
+    pasted = ("All work and no play makes a dull model. " * 40)  # 1640 bytes: the box shows the whole text
+    _prompt(page, pasted)
+    _box(page, "n_bytes").fill("40")
+    button, status = page.locator(f"{LAB} [id$='-generate']"), page.locator(f"{LAB} [id$='-genstatus']")
+    assert status.get_attribute("aria-live") == "polite"
+    button.scroll_into_view_if_needed()
+    button.click()
+    page.wait_for_function(f"() => {{ const l = document.querySelector('{LAB}').tinytfLab; "
+                           "return !l.busy && l.generated.length === 40; }", timeout=60_000)
+    assert status.text_content().startswith("Wrote 40 bytes in ")
+    assert "Loaded" in page.locator(f"{LAB} .tinytf-lab-status").text_content()  # the top line kept its words
+    b, st = button.bounding_box(), status.bounding_box()
+    assert 0 <= st["y"] and st["y"] + st["height"] <= 700  # on screen where the reader pressed
+    assert st["y"] - (b["y"] + b["height"]) < 40  # beside the button, or just under it
+    box = page.locator(f"{LAB} .tinytf-lab-output")
+    top, height, client = box.evaluate("e => [e.scrollTop, e.scrollHeight, e.clientHeight]")
+    assert height > 2 * client and top + client >= height - 4  # the box overflows and shows its end
+    # the reader scrolls up in the box while it writes (after its third byte): it stays where the reader put it
+    top = _lab(page, """new Promise(done => {
+        const box = l.ui.output, seen = new MutationObserver(() => { if (l.generated.length === 3) box.scrollTop = 0; });
+        seen.observe(box, { childList: true, characterData: true, subtree: true });
+        l.generate().then(() => { seen.disconnect(); done([box.scrollTop, l.generated.length]); }); })""")
+    assert top == [0, 40]
+    _box(page, "n_bytes").fill("64")
+    _prompt(page, ASCII)
+    book_browser.resize(page, 1280)
+
+
+@pytest.mark.parametrize("width,lines", [(375, 1), (320, 2), (1280, 1)])
+def test_each_layers_head_switches_fit_their_row(page, width, lines):
+    """A layer's six head switches: one line at 375 px and wider (h5 is not wrapped alone onto a line of its own),
+    two even lines of three on a narrower phone; the same columns in every layer; nothing sticks out."""
+    book_browser.resize(page, width)
+    rows = page.evaluate(f"""() => [...document.querySelectorAll('{LAB} .tinytf-lab-headrow')].map(r => {{
+        const tops = [...r.querySelectorAll('label')].map(l => Math.round(l.getBoundingClientRect().top));
+        const lefts = [...r.querySelectorAll('label')].map(l => Math.round(l.getBoundingClientRect().left));
+        const line = tops.map(t => tops.filter(u => u === t).length);
+        return {{lines: new Set(tops).size, per: line, lefts: lefts,
+                 out: Math.round(r.lastElementChild.getBoundingClientRect().right - r.getBoundingClientRect().right)}}; }})""")
+    assert len(rows) == 4
+    for row in rows:
+        assert row["lines"] == lines and set(row["per"]) == {6 // lines}, row
+        assert row["out"] <= 0, row
+        assert row["lefts"] == rows[0]["lefts"]  # the same columns in every layer
+    book_browser.resize(page, 1280)
+
+
+def test_the_table_is_the_samplers_the_lens_the_models(page):
+    """The next-byte table and the lens's last block disagree at the default temperature 0.8 (the table is the
+    sampler's distribution, the lens the model's own): the help lines say so, and at temperature 1 with nothing
+    cut the table's top byte has the lens's probability."""
+    _loaded(page)
+    _prompt(page, ASCII)
+    _settings(page, 0.8, 40, 0.95)
+    lens = _lab(page, "l.lensSpec.data[0].z")[-1][-1]  # the last block, the last position
+    assert abs(_lab(page, "Math.max(...l.probs)") - lens) > 0.03
+    _settings(page, 1, None, None)
+    assert abs(_lab(page, "Math.max(...l.probs)") - lens) < TOL
+    _settings(page, 0.8, 40, 0.95)
+    assert "model's own (temperature 1, nothing cut)" in page.locator(f"{LAB} [id$='-lens-help']").inner_text()
+    assert "after temperature, top-k and top-p" in page.locator(f"{LAB} [id$='-table-help']").inner_text()
 
 
 def test_help_lines_and_their_links(page):

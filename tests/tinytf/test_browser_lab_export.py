@@ -170,7 +170,7 @@ def test_each_views_hints():
     assert [h["key"] for h in lab.hints("sampling")] == ["greedy", "hot"]
     assert [h["key"] for h in lab.hints("parts")] == ["lens", "step0"]
     for h in lab.HINTS:
-        assert set(h["set"]) <= {"prompt", "temperature", "top_k", "top_p", "model", "off", "generate"}, h["key"]
+        assert set(h["set"]) <= {"prompt", "temperature", "top_k", "top_p", "seed", "model", "off", "generate"}, h["key"]
         assert h["set"].get("model", "text-4l") in lab.SNAPSHOTS
 
 
@@ -218,9 +218,28 @@ def test_hint_step0_no_byte_stands_out(model):
 
 
 def test_hint_greedy_and_hot(model, english):
-    greedy = next(h for h in lab.HINTS if h["key"] == "greedy")["set"]
-    assert lab.sample_text(model, greedy["prompt"], 64, seed=1, temperature=0) == \
-        lab.sample_text(model, greedy["prompt"], 64, seed=2, temperature=0)  # the same text, whatever the seed
+    """Each claim of the greedy hint, under the settings its click leaves (the sampler's defaults, seed 1): at
+    temperature 0 every seed writes the same text, the most likely byte at each step; at 1.5 seeds 1 and 2 write
+    different texts (and so do other seeds), and a seed writes its text again. A reader who changed top-k and
+    top-p meanwhile (the "hot" hint empties them) sees the same."""
+    hint = next(h for h in lab.HINTS if h["key"] == "greedy")
+    greedy, text = hint["set"], hint["text"]
+    assert greedy["temperature"] == 0 and greedy["seed"] == 1 and greedy["generate"]
+    assert "set the seed to 2" in text and "temperature 1.5: seeds 1 and 2" in text
+    prompt = greedy["prompt"]
+    for top_k, top_p in ((greedy["top_k"], greedy["top_p"]), (None, None)):
+        first = lab.sample_text(model, prompt, 64, seed=1, temperature=0, top_k=top_k, top_p=top_p)
+        for seed in (2, 3, 4294967295):  # every seed: the same text
+            assert lab.sample_text(model, prompt, 64, seed=seed, temperature=0, top_k=top_k, top_p=top_p) == first
+        ids, most_likely = list(prompt.encode()), []  # each step takes the most likely byte (tinytf.generate)
+        for _ in range(64):
+            most_likely.append(int(lab.run_lab(model, ids + most_likely)["logits"].argmax()))
+        assert first == most_likely
+        hot = {s: lab.sample_text(model, prompt, 64, seed=s, temperature=1.5, top_k=top_k, top_p=top_p)
+               for s in (1, 2, 3, 4, 5)}
+        assert hot[1] != hot[2] and len({bytes(t) for t in hot.values()}) == 5  # different seeds, different texts
+        assert all(t != first for t in hot.values())
+        assert lab.sample_text(model, prompt, 64, seed=1, temperature=1.5, top_k=top_k, top_p=top_p) == hot[1]
     hot = next(h for h in lab.HINTS if h["key"] == "hot")["set"]
     for seed in range(1, 6):  # made-up words at 1.5, none at the default 0.8 (with its top-k and top-p)
         words = _words(lab.sample_text(model, hot["prompt"], 64, seed=seed, temperature=hot["temperature"]))

@@ -320,17 +320,21 @@ def test_lab_templates_in_node():
 
 
 def test_new_operations_python_and_node():
-    """softmax / max / argmax along any axis, Python's slice bounds, lookup, relabel, fill: the same in both."""
+    """softmax / max / argmax along any axis, Python's slice bounds, lookup, relabel, fill, len, at_most: the same
+    in both."""
     x = np.array([[[0.5, -1.0, 2.0], [3.0, 3.0, -np.inf]], [[1e-3, 40.0, -40.0], [0.0, 0.0, 0.0]]], dtype=np.float32)
     recipes = [["softmax", ["out", "x"], -1], ["softmax", ["out", "x"], 0], ["max", ["out", "x"], 1],
                ["argmax", ["out", "x"], -1], ["argmax", ["out", "x"], 0], ["slice", ["out", "x"], 2, -2, None],
                ["slice", ["out", "x"], 1, 5, None], ["slice", ["out", "x"], 2, 1, -1], ["slice", ["out", "x"], 0, -9, 1],
                ["slice", ["labels"], 0, -2, None], ["slice", ["labels"], 0, 1, 99],
                ["lookup", ["const", ["a", "b", "c"]], ["argmax", ["out", "x"], -1]],
-               ["relabel", ["labels"], {" ": "␣", "q": "Q"}], ["fill", ["labels"], "row"]]
+               ["relabel", ["labels"], {" ": "␣", "q": "Q"}], ["fill", ["labels"], "row"],
+               ["len", ["labels"]], ["len", ["out", "x"]], ["at_most", ["len", ["labels"]], 3, 1, 0],
+               ["at_most", ["len", ["labels"]], 2, 1, 0]]
     labels = ["q", " ", "z"]
     want = [plain(bnd.evaluate(r, {"x": x}, labels)) for r in recipes]
     assert want[3] == [[2, 0], [1, 0]] and want[9] == [" ", "z"] and want[12] == ["Q", "␣", "z"]
+    assert want[14:] == [3, 2, 1, 0]
     tpl = {"figure": {"data": [{} for _ in recipes], "layout": {}},
            "bindings": [[["data", i, "v"], r] for i, r in enumerate(recipes)]}
     got = _run_node({"static": str(BIND_JS), "cases": [{"template": tpl, "labels": labels,

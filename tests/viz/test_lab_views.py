@@ -61,6 +61,20 @@ def test_a_switched_off_head_says_so(model):
     assert "switched off" in title and views.SWITCHED_OFF in title and "switched off" not in on["layout"]["title"]["text"]
 
 
+def test_the_maps_cell_lines_go_when_the_rows_are_many(model):
+    """Up to GAP_ROWS rows the map has 1 px lines between its cells; above, none (at 128 x 128 the lines hid the
+    cells): bound to the number of rows, so the one template gives both."""
+    sample = list(b"abc")
+    tpl = views.template(views.attention_view({"attn": lab.run_lab(model, sample)["attn"].numpy()},
+                                              _labels(sample), 0, 0))
+    for n, gap in ((1, 1), (views.GAP_ROWS, 1), (views.GAP_ROWS + 1, 0), (128, 0)):
+        ids = list(b"The model reads bytes, one at a time. " * 4)[:n]
+        out = {"attn": lab.run_lab(model, ids)["attn"].numpy()}
+        want = plain(views.figure_of(views.attention_view(out, _labels(ids), 0, 0)))
+        assert (want["data"][0]["xgap"], want["data"][0]["ygap"]) == (gap, gap), n
+        assert views.apply(tpl, out, _labels(ids)) == want
+
+
 def _lens_python(model, ids, last):
     """Python's own lens, for comparison: softmax of the lens output, its argmax and max, the last positions."""
     probs = torch.softmax(lab.run_lab(model, ids)["lens"].double(), -1)[:, -last:]

@@ -287,13 +287,15 @@ HELP = {
     "top_k": ("Only the k most likely bytes may be drawn.", [11]),
     "top_p": ("Only the most likely bytes whose probabilities add up to p may be drawn.", [11]),
     "seed": "The same seed and settings write the same text again.",
-    "table": ("What the model expects next, after the sampler's settings: Generate draws from this table, byte "
-              "after byte.", [11]),
+    "table": ("What the sampler can draw next (the model's probabilities after temperature, top-k and top-p): "
+              "Generate draws from this table, byte after byte.", [11]),
     "heads": ("A head is one attention pattern inside a block (here 6 per block, in 4 blocks, numbered from 0): "
               "it picks which earlier bytes each byte reads. Switching one off multiplies its output by 0, so "
               "you see what the model does without it.", [2, 12]),
     "lens": ("Logit lens: the model's final norm and LM head applied after each block, as if the model stopped "
-             "there. Look for the block where the guess settles on the byte that really comes next.", [12]),
+             "there. Look for the block where the guess settles on the byte that really comes next. Its "
+             "probabilities are the model's own (temperature 1, nothing cut); the next-byte table shows the "
+             "sampler's, after temperature, top-k and top-p.", [12]),
     "attention": ("A layer is one of the 4 blocks (0 = nearest the input); a head, one attention pattern in it. "
                   "Each row of the map is a byte of the prompt, its colours how much that byte reads each "
                   "earlier one.", [2, 6]),
@@ -316,9 +318,11 @@ HINTS = [
      "text": ("Pick the model after 0 training steps: no byte stands out in its table, it has learnt nothing "
               "yet. Then pick the later snapshots and watch the lens.")},
     {"key": "greedy", "needs": ["generate"], "views": ["all", "sampling"],
-     "set": {"prompt": DEFAULTS["prompt"], "temperature": 0, "generate": True},
-     "text": ("Set temperature 0 and press Generate twice: the same text both times, because each step takes the "
-              "most likely byte. Then try temperature 1.5 with top-k and top-p empty.")},
+     "set": {"prompt": DEFAULTS["prompt"], "temperature": 0, "top_k": DEFAULTS["top_k"], "top_p": DEFAULTS["top_p"],
+             "seed": 1, "generate": True},
+     "text": ("At temperature 0 every seed writes the same text, because each step takes the most likely byte: "
+              "press Generate, set the seed to 2 and press it again. Then set temperature 1.5: seeds 1 and 2 "
+              "write different texts, and the same seed writes its text again (that is what the seed is for).")},
     {"key": "hot", "needs": ["generate"], "views": ["sampling"],
      "set": {"prompt": DEFAULTS["prompt"], "temperature": 1.5, "top_k": None, "top_p": None, "generate": True},
      "text": ("Set temperature 1.5, empty top-k and top-p, and press Generate: made-up words appear. Then set "

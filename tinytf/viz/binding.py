@@ -36,6 +36,8 @@ unchanged):
 * ``["lookup", table, idx]``: ``table[i]`` for every integer i of ``idx`` (nested lists, e.g. byte labels);
   ``["relabel", l, {old: new}]``: each string of a list, replaced where the mapping has it;
   ``["fill", l, v]``: a list of ``v`` as long as ``l``
+* ``["len", l]``: the length of a list (of an array: its first axis); ``["at_most", x, c, a, b]``: ``a`` if the
+  number x <= c, else ``b`` (e.g. a heatmap's gaps from its number of rows)
 """
 from __future__ import annotations
 
@@ -167,6 +169,8 @@ OPS = {
     "lookup": _lookup,
     "relabel": lambda lst, mapping: [mapping.get(v, v) for v in lst],
     "fill": lambda lst, v: [v] * len(lst),
+    "len": lambda lst: len(lst),
+    "at_most": lambda x, c, a, b: a if x <= c else b,
 }
 LEAVES = ("out", "labels", "const")
 

@@ -42,6 +42,9 @@ from .templates import _set, byte_labels, figure_of, plain
 HEIGHT = 440
 LENS_WINDOWS = (10, 32)  # positions the lens shows: a narrow screen, a wide one
 LENS_HEIGHT = 300
+# the attention map's white lines between cells (xgap, ygap: 1 px) up to this many rows; above, none: at 48 rows
+# the lines already take as much room as the cells on a phone (a 128 x 128 map was a white mesh)
+GAP_ROWS = 32
 # the guessed byte as the cell's text: tinytf's byte label, a space made visible
 GUESS_LABELS = ["␣" if lab == " " else lab for lab in byte_labels()]
 SWITCHED_OFF = "head switched off: its weights are still computed, but its output is multiplied by 0"
@@ -55,7 +58,8 @@ def _out(outputs: dict, name: str) -> bnd.Bound:
 
 def attention_view(outputs: dict, labels: list, layer: int, head: int, switched_off: bool = False):
     """Heatmap of the attention weights of ``head`` in ``layer``: query (rows) x key (columns), one 0..1
-    colour scale. ``outputs``: {"attn": [L, H, T, T]} (the lab graph's output for a prompt). ``switched_off``:
+    colour scale, with 1 px lines between the cells up to ``GAP_ROWS`` rows (none above: they would hide the
+    cells). ``outputs``: {"attn": [L, H, T, T]} (the lab graph's output for a prompt). ``switched_off``:
     the head's output is multiplied by 0 (the lab's head mask); its weights, and so the map, are unchanged, and
     the figure says so (drawn faded)."""
     w = _out(outputs, "attn")
@@ -64,7 +68,8 @@ def attention_view(outputs: dict, labels: list, layer: int, head: int, switched_
         raise TinyTFInputError(f"lab view: layer 0..{L - 1} and head 0..{H - 1}; got layer {layer}, head {head}")
     z = w[layer, head]
     lab = bnd.token_axis_labels(labels, T)
-    data = [dict(type="heatmap", z=z, x=lab, y=lab, coloraxis="coloraxis", xgap=1, ygap=1,
+    gap = bnd.op("at_most", bnd.op("len", lab), GAP_ROWS, 1, 0)  # lines between cells only while they are few
+    data = [dict(type="heatmap", z=z, x=lab, y=lab, coloraxis="coloraxis", xgap=gap, ygap=gap,
                  name=f"layer {layer} head {head}" + (" (switched off)" if switched_off else ""),
                  hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>")]
     sub = "each row sums to 1; above the diagonal: later bytes, weight 0 (the causal mask)"
