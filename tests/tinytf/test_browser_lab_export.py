@@ -246,3 +246,14 @@ def test_hint_greedy_and_hot(model, english):
         assert any(w not in english for w in words), (seed, words)
         words = _words(lab.sample_text(model, hot["prompt"], 64, seed=seed, temperature=0.8, top_k=40, top_p=0.95))
         assert all(w in english for w in words), (seed, words)
+
+
+def test_with_every_head_off_the_guess_depends_on_the_last_byte_alone(model):
+    """The heads' help line: with every head off, each byte sees only itself (the FFNs still run on it), so two
+    prompts that end in the same byte get the same next-byte distribution; with the heads on they do not."""
+    off = torch.zeros(4, 6)
+    a, b = list(b"the quick brown f"), list(b"if")
+    assert torch.allclose(lab.run_lab(model, a, head_mask=off)["logits"],
+                          lab.run_lab(model, b, head_mask=off)["logits"], atol=1e-5)
+    assert not torch.allclose(lab.run_lab(model, a)["logits"], lab.run_lab(model, b)["logits"], atol=1e-2)
+    assert "With every head off, each byte sees only itself" in lab.HELP["heads"][0]

@@ -291,7 +291,8 @@ HELP = {
               "Generate draws from this table, byte after byte.", [11]),
     "heads": ("A head is one attention pattern inside a block (here 6 per block, in 4 blocks, numbered from 0): "
               "it picks which earlier bytes each byte reads. Switching one off multiplies its output by 0, so "
-              "you see what the model does without it.", [2, 12]),
+              "you see what the model does without it. With every head off, each byte sees only itself: the "
+              "model guesses from the last byte alone.", [2, 12]),
     "lens": ("Logit lens: the model's final norm and LM head applied after each block, as if the model stopped "
              "there. Look for the block where the guess settles on the byte that really comes next. Its "
              "probabilities are the model's own (temperature 1, nothing cut); the next-byte table shows the "
