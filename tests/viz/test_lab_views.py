@@ -86,7 +86,7 @@ def test_the_lens_template_fills_to_the_view_for_any_length(model):
     tpls = views.lens_templates({"lens": lab.run_lab(model, sample)["lens"].numpy()}, _labels(sample))
     assert sorted(tpls, key=int) == [str(n) for n in views.LENS_WINDOWS]
     assert all(t["outputs"] == ["lens"] for t in tpls.values())
-    for text in ("x", "the quick brown f", "The model reads bytes, one at a time. " * 4):
+    for text in ("x", "the quick brown f", "The model reads bytes, one at a time. " * 4, "def f(x):\n    return"):
         ids = list(text.encode())[-128:]
         out = {"lens": lab.run_lab(model, ids)["lens"].numpy()}
         for n in views.LENS_WINDOWS:
@@ -97,11 +97,13 @@ def test_the_lens_template_fills_to_the_view_for_any_length(model):
             guess, prob = _lens_python(model, ids, shown)
             assert np.array(heat["z"]).shape == (4, shown)
             assert np.abs(np.array(heat["z"]) - prob.numpy()).max() < 1e-6
-            visible = ["␣" if c == " " else c for c in text[-128:]]
+            visible = [{" ": "␣", "\n": "↵"}.get(c, c) for c in text[-128:]]
             assert heat["text"] == [[views.GUESS_LABELS[b] for b in row] for row in guess.tolist()]
             assert heat["x"] == [f"{i}: {c}" for i, c in enumerate(visible)][-shown:]
             assert want["layout"]["xaxis"]["ticktext"] == visible[-shown:]
             assert truth["text"] == (visible[1:] + ["?"])[-shown:] and set(truth["y"]) == {"really next"}
+    # a space and a new line as the next-byte table draws them (_static/tinytf-lab.js, byteName)
+    assert (views.GUESS_LABELS[32], views.GUESS_LABELS[10], views.GUESS_LABELS[65]) == ("␣", "↵", "A")
 
 
 def test_lens_view_names_bad_input(model):

@@ -45,8 +45,10 @@ LENS_HEIGHT = 300
 # the attention map's white lines between cells (xgap, ygap: 1 px) up to this many rows; above, none: at 48 rows
 # the lines already take as much room as the cells on a phone (a 128 x 128 map was a white mesh)
 GAP_ROWS = 32
-# the guessed byte as the cell's text: tinytf's byte label, a space made visible
-GUESS_LABELS = ["␣" if lab == " " else lab for lab in byte_labels()]
+# a byte as the lens draws it, in its cells, its "really next" row and its axis: tinytf's byte label, with a space
+# and a new line as the glyphs the lab's next-byte table uses for them (␣, ↵) instead of " " and "#10"
+VISIBLE = {" ": "␣", "#10": "↵"}
+GUESS_LABELS = [VISIBLE.get(lab, lab) for lab in byte_labels()]
 SWITCHED_OFF = "head switched off: its weights are still computed, but its output is multiplied by 0"
 
 
@@ -111,7 +113,7 @@ def lens_view(outputs: dict, labels: list, last=None):
     shown = bnd.op("slice", lens, 1, start, None)          # [L, n, V]
     prob = bnd.op("max", bnd.op("softmax", shown, -1), -1)  # [L, n]
     guess = bnd.op("lookup", GUESS_LABELS, bnd.op("argmax", shown, -1))
-    visible = bnd.op("relabel", bnd.Bound(list(labels), ["labels"]), {" ": "␣"})  # a space made visible
+    visible = bnd.op("relabel", bnd.Bound(list(labels), ["labels"]), VISIBLE)
     x = bnd.op("slice", bnd.op("axis_labels", visible), 0, start, None)  # "7: c": one column per position
     read = bnd.op("slice", visible, 0, start, None)
     truth = bnd.op("slice", bnd.op("concat", [bnd.op("slice", visible, 0, 1, None), ["?"]]), 0, start, None)
@@ -128,7 +130,7 @@ def lens_view(outputs: dict, labels: list, last=None):
         font=FONT, height=LENS_HEIGHT, margin=dict(l=90, r=70, t=80, b=50), plot_bgcolor="white",
         title=dict(text=("<b>Logit lens: the next byte each block would guess</b><br><span style='font-size:12px'>"
                          "one column per position of the prompt, read from the bottom up; a cell: the guessed byte "
-                         "(␣ = space), coloured by its probability</span>"), x=0.01, xanchor="left"),
+                         "(␣ = space, ↵ = new line), coloured by its probability</span>"), x=0.01, xanchor="left"),
         xaxis=dict(type="category", tickvals=x, ticktext=read, tickangle=0, fixedrange=True, tickfont=dict(size=12),
                    title=dict(text="the byte read at each position", font=dict(size=11))),
         yaxis=dict(type="category", fixedrange=True, tickfont=dict(size=11),
