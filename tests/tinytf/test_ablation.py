@@ -3,10 +3,12 @@ stays), measure per-window bits like textdata.bits_per_byte, and reject bad inpu
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import tinytf
 from tinytf import textdata
@@ -117,6 +119,24 @@ def test_shipped_results_file():
 def test_load_results_names_a_missing_file(tmp_path):
     with pytest.raises(TinyTFInputError, match="measure_ablation"):
         A.load_results(tmp_path / "missing.json")
+
+
+def test_logprob_change_ignores_a_common_shift():
+    g = torch.Generator().manual_seed(0)
+    old = torch.randn(3, 5, 256, generator=g)
+    shifted = old + torch.randn(3, 5, 1, generator=g) * 10  # the same softmax
+    assert A.logprob_change(old, shifted).shape == (3, 5)
+    assert A.logprob_change(old, shifted).max() < 1e-5
+    assert (shifted - old).abs().amax(-1).min() > 0  # what the largest raw logit change would have counted
+    new = old.clone()
+    new[..., 7] += 2.0  # one logit up by 2: its log-probability rises by 2 - fall, every other one falls by fall
+    fall = torch.log1p(torch.softmax(old.double(), -1)[..., 7] * (math.e ** 2 - 1))  # log of the new normaliser
+    assert torch.allclose(A.logprob_change(old, new), torch.maximum(2.0 - fall, fall), atol=1e-6)
+    top_two = old.topk(2, dim=-1).values
+    gap = F.log_softmax(old, -1).topk(2, dim=-1).values
+    assert torch.allclose(top_two[..., 0] - top_two[..., 1], gap[..., 0] - gap[..., 1], atol=1e-5)
+    with pytest.raises(TinyTFInputError):
+        A.logprob_change(old, old[..., :-1])
 
 
 def test_induction_score_reads_the_key_after_the_earlier_occurrence():

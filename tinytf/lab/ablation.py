@@ -9,6 +9,7 @@
     logits = mean.run(model, ids)                         # one forward pass with the replacement
     bits = ablation.window_bits(model, inputs, targets, mean)   # [n] bits per byte of each window
     results = ablation.load_results()                     # text-4l, 21 conditions, measured once and shipped
+    moved = ablation.logprob_change(logits, new_logits)   # [...] largest |change| of a log-probability per row
 
 A sublayer's output ``blocks.{i}.attn.out`` / ``blocks.{i}.ffn.out`` is what the pre-norm block adds to the
 stream (``U = H + Attn(Norm1(H))``, ``H' = U + FFN(Norm2(U))``), so replacing it leaves the residual path
@@ -170,6 +171,20 @@ def window_bits(model, inputs, targets, ablation: Ablation | None = None, batch_
         ce = F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none")  # [b, T]
         out.append(ce.double().mean(-1) / math.log(2))
     return torch.cat(out)
+
+
+def logprob_change(logits, new_logits) -> torch.Tensor:
+    """[...]: for each row of two logit tensors [..., V], the largest absolute change of a log-probability,
+    ``max_v |log_softmax(new)_v - log_softmax(old)_v|``. Unlike the largest change of a raw logit, it ignores a
+    shift common to all V logits of a row, which leaves the softmax unchanged; and differences of log-probabilities
+    equal differences of logits, so it can be compared with the gap between the top two logits."""
+    logits, new_logits = torch.as_tensor(logits), torch.as_tensor(new_logits)
+    if logits.shape != new_logits.shape or logits.dim() < 1 or logits.shape[-1] < 2:
+        raise TinyTFInputError(f"logprob_change: expected two logit tensors of the same shape [..., V], V >= 2; "
+                               f"got {list(logits.shape)} and {list(new_logits.shape)}")
+    old = F.log_softmax(logits.double(), dim=-1)
+    new = F.log_softmax(new_logits.double(), dim=-1)
+    return (new - old).abs().amax(-1)
 
 
 def conditions(model, means: dict | None = None, per_block: bool = True) -> dict:
