@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     print("each variant at its best warm-up and rate ('*': the rate is at an edge of the grid):")
     print(bc.summary_table(results))
     for name in results["runs"]:
-        if name != "2017":
+        if name != "2017" and "2017" in results["runs"]:  # a run of other variants only has no 2017 to pair with
             diffs = ", ".join(f"seed {s}: {x:+.3f}" for s, x in bc.paired_differences(results, "2017", name))
             print(f"eval loss 2017 - {name}: {diffs}")
     return 0

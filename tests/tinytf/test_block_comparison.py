@@ -444,3 +444,42 @@ def test_shipped_2017_extension_at_a_lower_rate_matches_the_study():
     every = sorted(itertools.product(r["settings"]["warmups"], [0.002], r["settings"]["seeds"]))
     assert sorted((x["warmup"], x["lr"], x["seed"]) for x in e["runs"]["2017"]) == every
     assert not any(x["diverged"] for x in e["runs"]["2017"])
+
+
+def test_extend_gives_each_variant_its_own_rates():
+    """extend: more rates for one variant; its cells, best rate and edge use its own rates, the others' stay."""
+    r = fake_results()  # B: best at 0.1, the last rate
+    extra = {"task": r.get("task"), "settings": dict(r["settings"], lrs=[1.0]), "configs": {},
+             "runs": {"B": [run(s, 1.0, 4.0, 4.0) for s in (0, 1, 2)]}}
+    r["task"] = extra["task"]
+    r["configs"] = {"A": {}, "B": {}}
+    extra["configs"] = {"B": {}}
+    w = bc.extend(r, extra)
+    assert bc.lrs_of(w) == [0.001, 0.01, 0.1, 1.0] and bc.lrs_for(w, "A") == [0.001, 0.01, 0.1]
+    assert bc.best_lrs(w) == {"A": 0.01, "B": 0.1} and not bc.summarise(w)["B"]["at_edge"]
+    assert "*" not in bc.warmup_table(w) and "*" in bc.warmup_table(r)
+    grid = bc.grid_table(w).splitlines()
+    assert len(grid[2]) < len(grid[3]) and grid[3].endswith("4.00 ± 0.00") and "blank" in grid[-1]  # A: blank at 1.0
+    with pytest.raises(tinytf.TinyTFInputError, match="already has runs"):
+        bc.extend(w, extra)
+
+
+def test_shipped_extensions_at_the_edges_match_the_study():
+    """The later runs beyond the study's grid (chapter 9): each variant whose best rate lay at an edge, one rate
+    further out, with the study's settings otherwise, every warm-up and seed."""
+    r = bc.load_results()
+    files = {"compare_blocks_2017_lr0.002.json": (["2017"], 0.002),
+             "compare_blocks_prenorm_lr0.002.json": (["2017 + pre-norm"], 0.002),
+             "compare_blocks_2026_lr0.032.json": (["2026 + MHA", "2026"], 0.032)}
+    extras = []
+    for file, (names, lr) in files.items():
+        e = bc.load_results(bc.RESULTS_PATH.with_name(file))
+        assert list(e["runs"]) == names and e["settings"]["lrs"] == [lr]
+        every = sorted(itertools.product(r["settings"]["warmups"], [lr], r["settings"]["seeds"]))
+        for name in names:
+            assert sorted((x["warmup"], x["lr"], x["seed"]) for x in e["runs"][name]) == every
+        extras.append(e)
+    w = bc.extend(r, *extras)
+    assert bc.lrs_of(w) == [0.002, 0.004, 0.008, 0.016, 0.032]
+    for warmup in (None, *r["settings"]["warmups"]):  # the later rates change no best cell
+        assert bc.best_settings(w, warmup) == bc.best_settings(r, warmup)

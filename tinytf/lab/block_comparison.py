@@ -391,6 +391,37 @@ def warmups_of(results: dict) -> list:
     return list(results["settings"]["warmups"])
 
 
+def lrs_for(results: dict, name: str) -> list:
+    """The peak rates tried for variant ``name``: the whole grid, unless ``extend`` gave it more rates than
+    other variants have."""
+    return list(results.get("lrs_by_variant", {}).get(name, lrs_of(results)))
+
+
+def extend(results: dict, *extras: dict) -> dict:
+    """``results`` with the runs of ``extras`` added: results files with more peak rates for some variants
+    (written by ``scripts/compare_blocks.py --variants ... --lrs ...``), with the same task, configs and other
+    settings. The grid becomes the union of the rates; each variant keeps its own rates (``lrs_for``), so the
+    tables leave a rate a variant was not trained at blank, best cells are chosen among the rates it was
+    trained at, and a best rate is at an edge when it is the lowest or highest of them."""
+    out = dict(results, runs={name: list(runs) for name, runs in results["runs"].items()})
+    tried = {name: set(lrs_for(results, name)) for name in results["runs"]}
+    for extra in extras:
+        if extra["task"] != results["task"] or any(
+                extra["settings"].get(k) != v for k, v in results["settings"].items() if k != "lrs"):
+            raise TinyTFInputError("extend: an extra results file has other task settings than the study")
+        for name, runs in extra["runs"].items():
+            if name not in results["runs"] or configs_of(extra)[name] != configs_of(results)[name]:
+                raise TinyTFInputError(f"extend: variant {name!r} is not in the study with the same config")
+            new = set(lrs_of(extra))
+            if new & tried[name]:
+                raise TinyTFInputError(f"extend: variant {name!r} already has runs at {sorted(new & tried[name])}")
+            out["runs"][name] += runs
+            tried[name] |= new
+    out["settings"] = dict(results["settings"], lrs=sorted(set().union(*tried.values())))
+    out["lrs_by_variant"] = {name: sorted(rates) for name, rates in tried.items()}
+    return out
+
+
 def _warmup(results: dict, warmup) -> int:
     """``warmup`` itself, or the only warm-up of the results when it is None."""
     if warmup is not None:
@@ -449,7 +480,7 @@ def best_settings(results: dict, warmup: int | None = None) -> dict:
     for name in results["runs"]:
         scores = []
         for w in warmups:
-            for lr in lrs_of(results):
+            for lr in lrs_for(results, name):
                 st = cell_stats(results, name, lr, "eval_loss", "val_metrics", w)
                 scores.append((math.inf if st["diverged"] or st["mean"] is None else st["mean"], w, lr))
         best = min(scores)
@@ -483,10 +514,10 @@ def summarise(results: dict, choice="best", warmup: int | None = None) -> dict:
     and rate by validation loss): the warm-up, the lr, whether the lr is at an edge of the grid, the parameter
     count, and stats over seeds of the final training loss, the evaluation loss, token accuracy and exact
     match."""
-    chosen, grid = _chosen(results, choice, warmup), lrs_of(results)
+    chosen = _chosen(results, choice, warmup)
     out = {}
     for name in results["runs"]:
-        w, lr = chosen[name]
+        w, lr, grid = *chosen[name], lrs_for(results, name)
         runs = runs_at(results, name, lr, w)
         out[name] = {"warmup": w, "lr": lr, "at_edge": lr in (grid[0], grid[-1]) and len(grid) > 1,
                      "parameters": runs[0]["parameters"],
@@ -521,13 +552,16 @@ def summary_table(results: dict, choice="best", warmup: int | None = None) -> st
         lines.append(f"{first}  {_pm(e):>12} {e['min']:>6.2f} .. {e['max']:<4.2f}  "
                      f"{100 * a['mean']:>5.0f} ({100 * a['min']:.0f}-{100 * a['max']:.0f})"
                      f"  {100 * x['mean']:>5.0f} ({100 * x['min']:.0f}-{100 * x['max']:.0f}){note}")
+    if any(st["at_edge"] for st in s.values()):
+        lines.append("* best at the edge of the grid searched; the optimum may lie beyond it")
     return "\n".join(lines)
 
 
 def grid_table(results: dict, key: str = "eval_loss", digits: int = 2, warmup: int | None = None) -> str:
     """Plain text: one row per variant, one column per peak lr, each cell the mean ± std over seeds of ``key``
-    on the evaluation set at warm-up ``warmup`` ('div' when every seed diverged, a '!' when some did); the
-    best rate of each variant at this warm-up (by validation loss) is marked with '<'."""
+    on the evaluation set at warm-up ``warmup`` ('div' when every seed diverged, a '!' when some did; blank at a
+    rate the variant was not trained at); the best rate of each variant at this warm-up (by validation loss) is
+    marked with '<', which a legend line under the table explains."""
     warmup = _warmup(results, warmup)
     best = best_lrs(results, warmup)
     grid = lrs_of(results)
@@ -538,10 +572,15 @@ def grid_table(results: dict, key: str = "eval_loss", digits: int = 2, warmup: i
     for name in results["runs"]:
         cells = []
         for lr in grid:
+            if lr not in lrs_for(results, name):
+                cells.append(" " * (cw + 2))
+                continue
             st = cell_stats(results, name, lr, key, warmup=warmup)
             text = "div" if st["mean"] is None else _pm(st, digits) + ("!" if st["diverged"] else "")
             cells.append(f"{text:>{cw}}" + (" <" if lr == best[name] else "  "))
         lines.append((f"{name:<{w}}" + "".join(cells)).rstrip())
+    lines.append("< each variant's best rate for this warm-up: the lowest mean validation loss"
+                 + ("; blank: a rate that variant was not trained at" if "lrs_by_variant" in results else ""))
     return "\n".join(lines)
 
 
@@ -550,10 +589,9 @@ def warmup_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
     validation loss): lr and mean ± std over seeds of ``key`` on the evaluation set. The last column marks
     the variant's best cell overall (warm-up and rate, as ``best_settings`` picks it) with '†', a different sign
     from the grid table's '<' (best rate for one warm-up). A '*' after a rate marks a best rate at the first or
-    last rate of the grid. Footnote lines under the table explain both marks."""
+    last rate tried for that variant (``lrs_for``). Footnote lines under the table explain both marks."""
     warmups = warmups_of(results)
-    grid = lrs_of(results)
-    edges = (grid[0], grid[-1]) if len(grid) > 1 else ()
+    edges = {name: (g[0], g[-1]) if len(g) > 1 else () for name in results["runs"] for g in [lrs_for(results, name)]}
     overall = best_settings(results)
     per_w = {w: best_lrs(results, w) for w in warmups}
     nw = max(7, *(len(n) for n in results["runs"]))
@@ -568,11 +606,11 @@ def warmup_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
             lr = per_w[w][name]
             st = cell_stats(results, name, lr, key, warmup=w)
             mark = " †" if overall[name] == (w, lr) else "  "
-            rate = format(lr, "g") + ("*" if lr in edges else " ")
+            rate = format(lr, "g") + ("*" if lr in edges[name] else " ")
             cells.append(f"{rate:>{cw - pw - 1}} {_pm(st, digits):>{pw}}{mark}")
         lines.append((f"{name:<{nw}}" + "".join(cells)).rstrip())
     lines.append("† each variant's best cell overall: the warm-up and rate with the lowest validation loss")
-    if any(per_w[w][name] in edges for w in warmups for name in results["runs"]):
+    if any(per_w[w][name] in edges[name] for w in warmups for name in results["runs"]):
         lines.append("* best at the edge of the grid searched; the optimum may lie beyond it")
     return "\n".join(lines)
 
@@ -612,6 +650,7 @@ def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) ->
             text = " ".join(_signed(d, digits) for _, d in diffs)
             cells.append(f"  {text + f'  ({sum(d > 0 for _, d in diffs)}/{len(diffs)})':<{cw}}")
         lines.append((f"{labels[a, b]:<{nw}}" + "".join(cells)).rstrip())
+    lines.append("per seed, a minus b (positive: b is lower); in brackets, the seeds in which b is lower")
     return "\n".join(lines)
 
 
