@@ -258,6 +258,26 @@ def test_titles_of_the_chinese_edition_follow_the_catalogues(book_html):
     assert not bad, "\n".join(bad)
 
 
+DISPLAY_MATH = re.compile(r'<div class="math notranslate nohighlight">\s*(.*?)</div>', re.S)
+
+
+def test_display_math_of_the_chinese_edition_is_the_english_math(book_html):
+    """A display formula is not translated: every page of the Chinese edition has the English page's display math,
+    formula for formula. (A translated math block's msgstr is parsed again as text: chapter 7's share formula once
+    came out of the Chinese build as an empty "\\[::\\]"; its msgstr must equal its msgid.)"""
+    bad = []
+    for page in sorted(DOCS):
+        en, zh = book_html / f"{page}.html", book_html / "zh" / f"{page}.html"
+        if not en.is_file() or not zh.is_file():
+            continue
+        want = DISPLAY_MATH.findall(en.read_text(encoding="utf-8"))
+        got = DISPLAY_MATH.findall(zh.read_text(encoding="utf-8"))
+        if got != want:
+            diff = [(w[:60], g[:60]) for w, g in zip(want, got) if w != g] or [(len(want), len(got))]
+            bad.append(f"{page}: {diff}")
+    assert not bad, "display math differs from the English page:\n" + "\n".join(bad)
+
+
 def test_chinese_edition_built_clean(book_html):
     """`jupyter-book build -W -n --keep-going` for the Chinese edition too (build_book raises on a warning)."""
     log = ROOT / "_build" / "build-zh.log"
