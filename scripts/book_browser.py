@@ -172,7 +172,7 @@ def set_mode(page, mode: str) -> None:
         document.documentElement.dataset.mode = mode; document.documentElement.dataset.theme = mode; }""", mode)
     page.wait_for_timeout(50)
     # The theme eases link colours over 0.15 s: an audit (axe's contrast check) taken before the transitions end
-    # reads a colour halfway between the two modes (seen on a loaded machine: the language switch at contrast 2.8).
+    # reads a colour halfway between the two modes (seen on a loaded machine: the language switch at contrast 2.5).
     page.wait_for_function(_NO_RUNNING_TRANSITION, timeout=10_000)
     settle(page)
 
