@@ -295,7 +295,7 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format[, the same value f
 
 
 def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", "per_layer", "rms_first", "rms_last"),
-                    title: str | None = None, float64: bool = False) -> str:
+                    title: str | None = None, float64: bool = False, legend: bool = True) -> str:
     """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first block
     (block 0, as in the trace names) and of the last block, their ratio, its seed range, the per-layer factor, the activation
     RMS leaving the first and last block, and the similarity between positions after the last block.
@@ -305,7 +305,8 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
     "†", sizes to 2 significant digits. Where the two runs differ by more than ``FLOAT64_DIGIT_GAP`` (3%), a
     last-bit change of the weights or inputs, which perturbs the computation about as much as float32 rounding
     does, moves the float64 values too: sizes get 1 significant digit and the seeds' own values (the seed
-    ranges) are not shown ("—")."""
+    ranges) are not shown ("—"). ``legend=False`` leaves out the lines under the table that explain these
+    marks (for a table after the first that uses them)."""
     unknown = [c for c in columns if c not in COLUMNS]
     if unknown:
         raise TinyTFInputError(f"unknown column(s) {unknown}; choose from {list(COLUMNS)}")
@@ -326,6 +327,8 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
                 marked.add("~")
             cells = [_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.ill_conditioned, _reference(c, p)) for c in columns]
         lines.append(f"{p.label:<{width}}" + "".join(f"  {cell:>{w}}" for cell, w in zip(cells, widths)))
+    if not legend:
+        marked = set()
     if "~" in marked:
         lines.append(f"~ ill-conditioned row: float32 and float64 runs of the same weights differ by more than "
                      f"{CHAOS_THRESHOLD:.1%}; a size is shown to 1 significant digit (~6e+03), or as a power of ten "
