@@ -280,7 +280,7 @@ def test_printed_floats_carry_no_float32_noise(name):
 
 # --- Issue #11: the book's own voice, labelled exercises, implement-and-check exercises, no mid-lesson asserts
 
-HIDDEN_TAGS = {"hide-input", "remove-input", "remove-cell"}
+HIDDEN_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 # The chapters issue #11 covers (chapters added later, e.g. the frontier block, keep their own conventions).
 ISSUE_11_CHAPTERS = [n for n in NOTEBOOKS if n.split("/")[-1] in (
     "01_tokens_embeddings_positions", "02_causal_self_attention", "03_normalisation", "04_feed_forward",
@@ -363,7 +363,7 @@ def test_implement_and_check_exercise(name):
             f"{name} cell {i}: the stub's committed output must say the exercise is not attempted yet")
         solutions = [j for j, c in enumerate(cells) if j > i and c.cell_type == "code" and _tags(c) & HIDDEN_TAGS
                      and CHECK_CALL.search(c.source) and CHECK_CALL.search(c.source).group(1) == exercise]
-        assert solutions, f"{name}: no collapsed solution cell (hide-input) checking {exercise!r} after cell {i}"
+        assert solutions, f"{name}: no collapsed solution cell (hide-input or hide-cell) checking {exercise!r} after cell {i}"
         report = _stream_text(cells[solutions[0]])
         assert re.search(rf"^{exercise}: passed: ", report, re.M), f"{name}: the solution of {exercise!r} does not pass: {report!r}"
         assert "NOT below" not in report
