@@ -1,4 +1,10 @@
 // tinytf book: small page helpers (loaded on every page, served locally, no network).
+// The words they add to a page are English, or Chinese on the Chinese edition (<html lang="zh-CN">).
+var tinytfWords = /^zh/i.test(document.documentElement.lang || "") ? {
+  "Launch in Binder": "在 Binder 中启动", "Open in Colab": "在 Colab 中打开", "Book contents": "本书目录",
+  "row": "行", "item": "项"
+} : {};
+function tinytfWord(english) { return tinytfWords[english] || english; }
 // Live-only ipywidgets panels show a note in the static book ("live panel — launch this
 // chapter in Binder or Colab"); give that note the chapter's real Binder and Colab links,
 // taken from the page's launch buttons, so the note is a working way to the live panel.
@@ -10,8 +16,8 @@
     document.querySelectorAll("a[href]").forEach(function (a) {
       var href = a.getAttribute("href");
       var name = null;
-      if (href.indexOf("mybinder.org/v2/") !== -1) { name = "Launch in Binder"; }
-      else if (href.indexOf("colab.research.google.com/github/") !== -1) { name = "Open in Colab"; }
+      if (href.indexOf("mybinder.org/v2/") !== -1) { name = tinytfWord("Launch in Binder"); }
+      else if (href.indexOf("colab.research.google.com/github/") !== -1) { name = tinytfWord("Open in Colab"); }
       if (name && !seen[name]) { seen[name] = true; found.push({ name: name, href: href }); }
     });
     return found;
@@ -58,7 +64,7 @@
     var side = document.querySelector(".bd-sidebar-primary");
     if (side && !side.getAttribute("role")) {
       side.setAttribute("role", "complementary");
-      side.setAttribute("aria-label", "Book contents");
+      side.setAttribute("aria-label", tinytfWord("Book contents"));
     }
     // sphinxcontrib-bibtex's list of references: role="list" whose items say role="doc-biblioentry" (axe-core:
     // aria-required-children); each entry is a list item.
@@ -69,7 +75,7 @@
       if (!(th.textContent || "").trim() && !th.querySelector("img")) {
         var s = document.createElement("span");
         s.className = "visually-hidden";
-        s.textContent = th.closest("thead") ? "row" : "item";
+        s.textContent = tinytfWord(th.closest("thead") ? "row" : "item");
         th.appendChild(s);
       }
     });

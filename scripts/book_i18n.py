@@ -14,6 +14,16 @@ Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_ME
 * **The API page stays English** in the Chinese edition (it is generated from the code's English docstrings):
   it gets a one-line Chinese note that says so, and its content is marked ``lang="en"``.
 * The Chinese edition's ``index.html`` (the forward to the landing page) says so in Chinese.
+* **The interface is Chinese too** (what Sphinx, the themes and myst-nb write around the text). Sphinx reads a
+  project catalogue of its own domain, ``locales/zh_CN/LC_MESSAGES/sphinx.po``, before its zh_CN catalogue and
+  pydata-sphinx-theme's: it holds what those leave empty (the permalinks' "Link to this heading", the colour-mode
+  button, the footer's copyright). Three sources have no gettext call, so this module translates them through that
+  same catalogue: myst-nb's hidden-cell prompts ("Show code cell source", its summary's aria-label; the node's HTML
+  visitor is replaced by one that translates), the sphinx-book-theme templates' fixed attributes
+  (``TEMPLATE_ATTRIBUTES``, replaced in the written pages), and the API page's title (``API_TITLE_ZH``, in the
+  sidebar, the next/previous links and the ``<title>``). sphinx-book-theme's own domain reads
+  ``booktheme.po`` first (``booktheme_catalogue``: the launch buttons; 打印为 PDF instead of the theme's 列印成 PDF).
+  The search field's placeholder is ``search_bar_text`` of the Chinese config (scripts/build_book.py).
 * **The Chinese search index in seconds, not minutes.** Sphinx's Chinese search language
   (``sphinx.search.zh.SearchChinese``) keeps every Latin word it has split in a class-level *list* and tests each
   word it stems for membership in it: quadratic in the book's length (a quarter of the Chinese build's time, ~19 s).
@@ -22,12 +32,15 @@ Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_ME
 """
 from __future__ import annotations
 
+import gettext
 import re
+from html import escape
 from os import path
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.locale import _
 from sphinx.search import zh as search_zh
 from sphinx.transforms import SphinxTransform
 
@@ -36,6 +49,11 @@ TEMPLATES = ROOT / "_templates"
 ZH_DIR = "zh"  # the Chinese edition's folder inside the English one
 API_DOC = "chapters/api"
 API_NOTE_ZH = "本页由代码中的英文文档字符串（docstring）自动生成，因此保持英文。"
+API_TITLE_ZH = "API 参考"  # the API page's title in the Chinese edition (its content stays English)
+# attributes that sphinx-book-theme's templates write in English without a gettext call; their msgids are in
+# locales/zh_CN/LC_MESSAGES/sphinx.po
+TEMPLATE_ATTRIBUTES = (("title", "Toggle primary sidebar"), ("title", "Toggle secondary sidebar"),
+                       ("aria-label", "Main"), ("aria-label", "Page"))
 
 # what Markdown reads as the start of a block other than a paragraph: "3. ", "3) ", "- ", "+ ", "* ", "# ", "> "
 BLOCK_START = re.compile(r"^(\s*)(\d{1,9}(?=[.)](?:\s|$))|[-+*#>](?=\s|$))")
@@ -94,6 +112,58 @@ class TranslateListLikeTitles(SphinxTransform):
             node["translated"] = True
 
 
+class TranslateApiTitle(SphinxTransform):
+    """The API page's title in Chinese (the page has no catalogue: its content stays English). Applied to the doctree,
+    so the sidebar, the next/previous links, the <title> and the <h1> all say it; page_context marks the <h1>
+    zh-CN inside the page's English content."""
+
+    default_priority = 21
+
+    def apply(self, **kwargs) -> None:
+        if not is_chinese(self.config) or self.env.docname != API_DOC:
+            return
+        for title in self.document.findall(nodes.title):
+            title.clear()
+            title += nodes.Text(API_TITLE_ZH)
+            break
+
+
+def visit_hidden_cell(self, node) -> None:
+    """myst-nb's HideCodeCellNode visitor (myst_nb.sphinx_.visit_HideCellInput), its English prompts and aria-label
+    translated through the "sphinx" domain (locales/zh_CN/LC_MESSAGES/sphinx.po; unchanged in English)."""
+    classes = " ".join(node["classes"])
+    self.body.append(f'<details class="admonition hide {classes}">\n')
+    self.body.append(f'<summary aria-label="{escape(str(_("Toggle hidden content")))}">\n')
+    self.body.append(f'<p class="collapsed admonition-title">{escape(str(_(node["prompt_show"])))}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{escape(str(_(node["prompt_hide"])))}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def booktheme_catalogue(app: Sphinx) -> None:
+    """Chinese edition: sphinx-book-theme's domain ("booktheme") reads locales/<lang>/LC_MESSAGES/booktheme.po
+    first, the theme's own catalogue after it. Sphinx compiles only page catalogues and sphinx.po, so the .mo is
+    written here, next to the .po that the build reads (the copy in _build/zh)."""
+    from sphinx import locale
+    from sphinx.util.i18n import CatalogInfo
+
+    if not is_chinese(app.config):
+        return
+    for folder in app.config.locale_dirs:
+        base = Path(app.srcdir, folder)
+        messages = base / app.config.language / "LC_MESSAGES"
+        if not (messages / "booktheme.po").is_file():
+            continue
+        info = CatalogInfo(str(messages), "booktheme", "utf-8")
+        if info.is_outdated():
+            info.write_mo(app.config.language)
+        ours = gettext.translation("booktheme", str(base), [app.config.language])
+        theirs = locale.translators.get(("general", "booktheme"))
+        if theirs is not None:
+            ours.add_fallback(theirs)
+        locale.translators[("general", "booktheme")] = ours
+        return
+
+
 def add_templates(app: Sphinx, config) -> None:
     if str(TEMPLATES) not in [str(Path(app.confdir, t)) for t in config.templates_path]:
         config.templates_path = [*config.templates_path, str(TEMPLATES)]
@@ -113,8 +183,9 @@ def page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:
         return
     context["tinytf_edition_switch"] = other_edition(app, pagename)
     if is_chinese(app.config) and pagename == API_DOC and "body" in context:
+        body = context["body"].replace("<h1>", '<h1 lang="zh-CN">', 1)  # API_TITLE_ZH in the English content
         context["body"] = (f'<p class="tinytf-lang-note" lang="zh-CN">{API_NOTE_ZH}</p>\n'
-                           f'<div lang="en">\n{context["body"]}\n</div>')
+                           f'<div lang="en">\n{body}\n</div>')
 
 
 ZH_INDEX = {'<html lang="en">': '<html lang="zh-CN">', "The book starts at": "本书从这里开始："}
@@ -141,15 +212,18 @@ def sidebar_captions(app: Sphinx) -> dict:
 
 def chinese_index(app: Sphinx, exception) -> None:
     """After book_offline.write_index: the Chinese edition's forward page in Chinese, and the sidebar's part
-    captions translated on every page."""
+    captions and the theme templates' fixed attributes (TEMPLATE_ATTRIBUTES) translated on every page."""
     if exception is not None or app.builder.format != "html" or not is_chinese(app.config):
         return
     captions = sidebar_captions(app)
+    attributes = {f'{name}="{msgid}"': f'{name}="{escape(str(_(msgid)))}"' for name, msgid in TEMPLATE_ATTRIBUTES}
     for page in Path(app.outdir).rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         new = text
         for english, chinese in captions.items():
             new = new.replace(f'<span class="caption-text">{english}</span>', f'<span class="caption-text">{chinese}</span>')
+        for english, chinese in attributes.items():
+            new = new.replace(english, chinese)
         if new != text:
             page.write_text(new, encoding="utf-8")
     index = Path(app.outdir) / "index.html"
@@ -176,8 +250,13 @@ def fast_chinese_search(app: Sphinx, config) -> None:
 
 
 def setup(app: Sphinx):
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
     app.connect("config-inited", fast_chinese_search)
     app.add_transform(TranslateListLikeTitles)
+    app.add_transform(TranslateApiTitle)
+    app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_HideCellInput))
+    app.connect("builder-inited", booktheme_catalogue)
     app.connect("config-inited", add_templates)
     app.connect("html-page-context", page_context)
     app.connect("build-finished", chinese_index, priority=950)  # after book_offline.write_index (900)

@@ -13,8 +13,9 @@ After a successful build, _build/book-stamp.json (English) and _build/zh-stamp.j
 and how long it took.
 
 The Chinese edition is the same sources with `language: zh_CN` and the catalogues of
-locales/zh_CN/LC_MESSAGES (one .po per page): its config (_config.yml plus those two settings) and a copy of
-the catalogues (Sphinx compiles the .mo files next to them, so none is written into locales/) live in
+locales/zh_CN/LC_MESSAGES (one .po per page, and the interface's sphinx.po and booktheme.po, see
+scripts/book_i18n.py): its config (_config.yml plus those settings, its title, author, footer and search
+placeholder) and a copy of the catalogues (Sphinx compiles the .mo files next to them, so none is written into locales/) live in
 _build/zh/, Sphinx builds it into _build/zh/_build/html, and its files are hard-linked into _build/html/zh
 (an edition is one self-contained folder, so file:// works for both). Its large static files (the ONNX
 models, onnxruntime's wasm, plotly.js, MathJax) are hard links to the English edition's: not on disk twice.
@@ -47,6 +48,9 @@ ZH_HTML = HTML / "zh"                        # the published Chinese edition (ha
 ZH_STAMP = BUILD / "zh-stamp.json"
 ZH_TITLE = "tinytf：逐个张量，拆解现代 Transformer 块"
 ZH_AUTHOR = "tinytf 图书作者"
+# the search field's placeholder and aria-label (jupyter-book sets html_theme_options.search_bar_text to
+# "Search this book..." itself, so the theme's translated default never shows)
+ZH_SEARCH = "搜索本书……"
 # _config.yml's extra_footer in Chinese (the same statement: nothing is loaded from another site)
 ZH_FOOTER = ("<p>离线可用：每张图都由本书自带的 plotly.js 绘制，每个公式都由本书自带的 MathJax 排版；"
              "不从任何其他网站加载内容。</p>\n")
@@ -247,6 +251,7 @@ def chinese_config(locale_dir: Path = ZH_BUILD / "locales") -> str:
     sphinx["local_extensions"] = {name: str((ROOT / folder).resolve())
                                   for name, folder in (sphinx.get("local_extensions") or {}).items()}
     sphinx.setdefault("config", {}).update({"language": ZH_LOCALE, "locale_dirs": [str(locale_dir)]})
+    sphinx["config"].setdefault("html_theme_options", {})["search_bar_text"] = ZH_SEARCH
     return "# written by scripts/build_book.py from _config.yml: the Chinese edition\n" + yaml.safe_dump(
         config, allow_unicode=True, sort_keys=False)
 

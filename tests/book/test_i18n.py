@@ -33,8 +33,9 @@ EDITION_COMPLETE = True
 PO_DIR = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 UNTRANSLATED_PAGES = {"chapters/api"}  # generated from the English docstrings: stays English
 # catalogues that belong to no page: figures.po holds the strings inside figures and panels (scripts/figure_strings.py
-# extracts and checks it; tests/viz/test_figure_i18n.py)
-NOT_PAGES = {"figures"}
+# extracts and checks it; tests/viz/test_figure_i18n.py); sphinx.po and booktheme.po the interface's strings (Sphinx's,
+# the themes', myst-nb's: scripts/book_i18n.py; tests/book/test_zh_ui_strings.py)
+NOT_PAGES = {"figures", "sphinx", "booktheme"}
 DOCS = toc_docnames()
 complete_or_xfail = pytest.mark.xfail(not EDITION_COMPLETE, strict=True,
                                       reason="EDITION_COMPLETE = False: the translation is in progress")

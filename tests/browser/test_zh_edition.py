@@ -2,6 +2,9 @@
 
 * The header's language switch goes both ways, to the same page of the other edition, by keyboard, from the
   local server and from file:// (relative links), and carries lang / hreflang; <html lang> is zh-CN / en.
+* The interface is Chinese once the page's scripts have run (tests/ui_strings.py: the theme's and myst-nb's strings,
+  and the words the book's own script adds, such as the sidebar's name), at 1280 and 375 px; the English page keeps
+  them English. (Every built page's HTML: tests/book/test_zh_ui_strings.py.)
 * A search for 注意力 finds chapter 2 (Sphinx's Chinese search splits words with jieba): in a sample build whose
   chapter 2 is translated (conftest's zh_sample_book), and in the real edition once chapter 2 is translated.
 * Every Chinese page passes the per-page audit of the English ones (test_a11y_book.audit_page), narrowed to what
@@ -25,6 +28,7 @@ from babel.messages.pofile import read_po
 import book_browser
 from conftest import ROOT, ZH_SAMPLE_DOC, ZH_SAMPLE_TITLE, book_url, require, toc_docnames
 from test_a11y_book import PAGES, audit_page
+from ui_strings import PATTERNS, SCRIPT_PATTERNS, interface_strings
 
 DOCS = toc_docnames()
 SWITCH = "a.tinytf-lang-switch"
@@ -93,6 +97,23 @@ def test_language_switch_goes_both_ways(book_server, browser, path, scheme):
             assert not remote, remote
         finally:
             page.context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_the_interface_is_chinese_after_the_scripts_ran(book_server, browser, width):
+    path = f"{CH2}.html"
+    seen = {}
+    for edition in ("zh/", ""):
+        page, remote = open_any(browser, book_url(edition + path), width)
+        try:
+            page.wait_for_load_state("networkidle")
+            assert page.locator(".bd-sidebar-primary[aria-label]").count() == 1  # the book's script has run
+            seen[edition] = interface_strings(page.content(), {**PATTERNS, **SCRIPT_PATTERNS})
+            assert not remote, remote
+        finally:
+            page.context.close()
+    assert not seen["zh/"], f"English interface strings on the Chinese {path} at {width} px: {sorted(set(seen['zh/']))}"
+    assert {name for name, _, _ in seen[""]} >= {"hidden cell", "search field", "the book's scripts"}, seen[""]
 
 
 def test_switch_of_every_page_names_its_twin(book_html):
