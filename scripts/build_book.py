@@ -51,6 +51,9 @@ ZH_AUTHOR = "tinytf 图书作者"
 # the search field's placeholder and aria-label (jupyter-book sets html_theme_options.search_bar_text to
 # "Search this book..." itself, so the theme's translated default never shows)
 ZH_SEARCH = "搜索本书……"
+# sphinx-togglebutton's hints: its default is translated in its setup(), before the language's catalogue is
+# loaded, so it would stay "Click to show" / "Click to hide"
+ZH_TOGGLE_HINTS = {"togglebutton_hint": "点击展开", "togglebutton_hint_hide": "点击收起"}
 # _config.yml's extra_footer in Chinese (the same statement: nothing is loaded from another site)
 ZH_FOOTER = ("<p>离线可用：每张图都由本书自带的 plotly.js 绘制，每个公式都由本书自带的 MathJax 排版；"
              "不从任何其他网站加载内容。</p>\n")
@@ -252,6 +255,7 @@ def chinese_config(locale_dir: Path = ZH_BUILD / "locales") -> str:
                                   for name, folder in (sphinx.get("local_extensions") or {}).items()}
     sphinx.setdefault("config", {}).update({"language": ZH_LOCALE, "locale_dirs": [str(locale_dir)]})
     sphinx["config"].setdefault("html_theme_options", {})["search_bar_text"] = ZH_SEARCH
+    sphinx["config"].update(ZH_TOGGLE_HINTS)
     return "# written by scripts/build_book.py from _config.yml: the Chinese edition\n" + yaml.safe_dump(
         config, allow_unicode=True, sort_keys=False)
 
