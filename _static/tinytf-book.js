@@ -1,10 +1,11 @@
 // tinytf book: small page helpers (loaded on every page, served locally, no network).
-// The words they add to a page are English, or Chinese on the Chinese edition (<html lang="zh-CN">).
-var tinytfWords = /^zh/i.test(document.documentElement.lang || "") ? {
-  "Launch in Binder": "在 Binder 中启动", "Open in Colab": "在 Colab 中打开", "Book contents": "本书目录",
-  "row": "行", "item": "项"
-} : {};
-function tinytfWord(english) { return tinytfWords[english] || english; }
+// The words they add to a page are English, or the page's translation: window.tinytfStrings, which the Chinese
+// edition gives from the figure catalogue (scripts/figure_strings.py collects the word of every tinytfWord call
+// in this file).
+function tinytfWord(english) {
+  var T = typeof window !== "undefined" ? window.tinytfStrings : null;
+  return (T && T[english]) || english;
+}
 // Live-only ipywidgets panels show a note in the static book ("live panel — launch this
 // chapter in Binder or Colab"); give that note the chapter's real Binder and Colab links,
 // taken from the page's launch buttons, so the note is a working way to the live panel.
@@ -75,7 +76,7 @@ function tinytfWord(english) { return tinytfWords[english] || english; }
       if (!(th.textContent || "").trim() && !th.querySelector("img")) {
         var s = document.createElement("span");
         s.className = "visually-hidden";
-        s.textContent = tinytfWord(th.closest("thead") ? "row" : "item");
+        s.textContent = th.closest("thead") ? tinytfWord("row") : tinytfWord("item");
         th.appendChild(s);
       }
     });

@@ -10,7 +10,8 @@ Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_ME
   ``Locale`` transform, parses such a title's msgstr with the list marker escaped).
 * **A language switch in every page's header** (``_templates/tinytf-lang-switch.html``, placed by
   ``html_theme_options.article_header_end``): "中文" on an English page, "English" on a Chinese page, a relative
-  link to the same page of the other edition (so it works from ``file://``), with ``lang`` and ``hreflang``.
+  link to the same page of the other edition (so it works from ``file://``), with ``hreflang``, its text marked
+  with the other edition's ``lang`` and a Chinese tooltip (阅读本页的中文版 / 阅读本页英文版).
 * **The API page stays English** in the Chinese edition (it is generated from the code's English docstrings):
   it gets a one-line Chinese note that says so, and its content is marked ``lang="en"``.
 * The Chinese edition's ``index.html`` (the forward to the landing page) says so in Chinese.
@@ -170,12 +171,15 @@ def add_templates(app: Sphinx, config) -> None:
 
 
 def other_edition(app: Sphinx, pagename: str) -> dict:
-    """The header's link to the same page in the other edition (relative, so file:// works)."""
+    """The header's link to the same page in the other edition (relative, so file:// works). Its text names the
+    other language in that language (``lang``); its tooltip is Chinese on both editions, so ``title_lang`` marks it
+    where the page is English (on a Chinese page it has the page's language)."""
     up = "../" * pagename.count("/")
     if is_chinese(app.config):
-        return {"href": f"{up}../{pagename}.html", "lang": "en", "text": "English",
-                "title": "Read this page in English"}
-    return {"href": f"{up}{ZH_DIR}/{pagename}.html", "lang": "zh-CN", "text": "中文", "title": "阅读本页的中文版"}
+        return {"href": f"{up}../{pagename}.html", "lang": "en", "text": "English", "title": "阅读本页英文版",
+                "title_lang": ""}
+    return {"href": f"{up}{ZH_DIR}/{pagename}.html", "lang": "zh-CN", "text": "中文", "title": "阅读本页的中文版",
+            "title_lang": "zh-CN"}
 
 
 def page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:

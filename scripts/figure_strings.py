@@ -21,8 +21,10 @@ source of: msgid = the English text, msgstr = the translation. The Chinese editi
 * **the figure core, the panel and the lab** (``tinytf/viz/figure_core.js``, ``_static/tinytf-panel.js``,
   ``_static/tinytf-lab.js``): the argument of every ``tr("...")`` call (Play, Pause, the step readout, "Describe
   this figure", the generated description, the panel's and the lab's labels, buttons, table headers and status
-  lines), with ``{name}`` placeholders that the script fills; and the labels of the lab's snapshots. The page gives the
-  translations as ``window.tinytfStrings`` (only the Chinese edition; English is the default in the code).
+  lines), with ``{name}`` placeholders that the script fills; the labels of the lab's snapshots; and the words the
+  book's page helpers add (``_static/tinytf-book.js``, every ``tinytfWord("...")``: the sidebar's name, the launch
+  links' names, an empty table header's "row" / "item"). The page gives the translations as ``window.tinytfStrings``
+  (only the Chinese edition; English is the default in the code).
 * **the static panel's data** (``tinytf.viz.static_panel``): its message templates for bad input, its note, its
   view names, and the models' labels of ``tinytf.lab.onnx_export.book_models()``;
 * **the lab's data** (``tinytf.lab.browser_lab``: the names, rules and messages a lab div carries, and its note
@@ -56,7 +58,7 @@ MODELS = ROOT / "_static" / "models"  # the panel's figure templates (scripts/st
 LAB_JSON = ROOT / "_static" / "lab" / "lab.json"  # the lab's attention templates (written with them)
 LAB_TEMPLATES = ("attention", "lens")  # the groups of templates in lab.json
 JS_SOURCES = (ROOT / "tinytf" / "viz" / "figure_core.js", ROOT / "_static" / "tinytf-panel.js",
-              ROOT / "_static" / "tinytf-lab.js")
+              ROOT / "_static" / "tinytf-lab.js", ROOT / "_static" / "tinytf-book.js")
 PAGES_MD = (ROOT / "intro.md",)  # markdown pages besides the chapters' notebooks (and chapters/*.md)
 
 # keys whose strings a reader sees (in lists too); frames' "name" and the slider's "args" are frame keys, and
@@ -371,11 +373,12 @@ def template_messages() -> dict:
 
 # --------------------------------------------------------------------------- the other sources
 _SUMMARY = re.compile(r"(<summary>)([^<]*?)(</summary>)", re.I)
-_TR_CALL = re.compile(r"""\btr\(\s*"((?:[^"\\]|\\.)*)"\s*[,)]""")
+_TR_CALL = re.compile(r"""\b(?:tr|tinytfWord)\(\s*"((?:[^"\\]|\\.)*)"\s*[,)]""")  # tinytfWord: tinytf-book.js
 
 
 def js_messages() -> dict:
-    """msgid -> source file for every tr("...") of the figure core and the panel script."""
+    """msgid -> source file for every tr("...") of the figure core, the panel and the lab scripts, and every
+    tinytfWord("...") of the book's page helpers (tinytf-book.js: the sidebar's name, the launch links' names)."""
     found = {}
     for path in JS_SOURCES:
         for m in _TR_CALL.finditer(path.read_text(encoding="utf-8")):

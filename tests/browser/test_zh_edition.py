@@ -67,12 +67,15 @@ def open_any(browser, url: str, width: int = 1280):
 
 
 def follow_switch(page, text: str, lang: str) -> None:
-    """The switch is visible, says `text` in `lang`, and Enter on it (keyboard) opens the other edition."""
+    """The switch is visible, says `text` in `lang` (its text's element), has a Chinese tooltip (阅读本页的中文版 /
+    阅读本页英文版) and Enter on it (keyboard) opens the other edition."""
     switch = page.locator(SWITCH)
     assert switch.count() == 1, f"{page.url}: {switch.count()} language switches"
     assert switch.is_visible(), f"{page.url}: the language switch is not visible"
     assert switch.inner_text().strip() == text
-    assert switch.get_attribute("lang") == lang and switch.get_attribute("hreflang") == lang
+    assert switch.locator("span[lang]").get_attribute("lang") == lang and switch.get_attribute("hreflang") == lang
+    assert switch.get_attribute("title").startswith("阅读本页")
+    assert page.evaluate("() => document.querySelector('a.tinytf-lang-switch').closest('[lang]').lang") == "zh-CN"
     switch.focus()
     assert page.evaluate("() => document.activeElement.classList.contains('tinytf-lang-switch')")
     with page.expect_navigation():
