@@ -8,7 +8,12 @@ markup of the English text: every inline code span, math span ($...$, $$...$$), 
 ({cite:p}`key`, {ref}`label`, {numref}`...`, ...; the title of {ref}`title <label>` may be
 translated), link target ](...), URL and footnote reference
 ([^1]) must appear in the translation exactly as often as in the original (order may change, as
-Chinese word order differs). Exit status 1 when anything is reported.
+Chinese word order differs). In a Chinese catalogue, a cross-reference or link whose visible text begins (ends)
+with a Chinese character or punctuation mark must not be separated by a space from a Chinese character before
+(after) it ("从 {doc}`第 6 章 <...>` 开始" is drawn "从 第 6 章 开始"); a space next to Latin letters or digits
+stays ("见 {ref}`8.7 节 <...>`"). Exit status 1 when anything is reported.
+
+    python scripts/i18n_check.py --fix-spacing        # remove those spaces in every catalogue, then check
 """
 from __future__ import annotations
 
@@ -41,6 +46,26 @@ _TITLED_ROLE = re.compile(r"^(\{(?:ref|numref|doc|term)\})`[^`<]*<([^`>]+)>`$")
 _UNTITLED_ROLE = re.compile(r"^(\{(?:ref|numref|doc|term)\})`([^`<>]+)`$")
 
 
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef\u201c\u201d"
+_IS_CJK = re.compile(f"[{_CJK}]")
+# a cross-reference with a title ({ref}`title <label>`, {doc}`title <page>`) or a Markdown link [text](target)
+_LINKED = re.compile(r"(?P<pre> +)?(?P<link>\{(?:ref|numref|doc|term)\}`(?P<title>[^`<]+?) *<[^`>]+>`"
+                     r"|\[(?P<text>[^\]]+)\]\([^)]*\))(?P<post> +)?")
+
+
+def _spacing_fixed(text: str) -> str:
+    """`text` without the spaces between a Chinese character and a link whose visible text touches it with a
+    Chinese character (see the module's docstring)."""
+    def fix(m: re.Match) -> str:
+        shown = (m.group("title") or m.group("text") or "").strip()
+        before = text[:m.start()][-1:] if m.group("pre") else ""
+        after = text[m.end():][:1] if m.group("post") else ""
+        pre = "" if (before and _IS_CJK.match(before) and _IS_CJK.match(shown[:1])) else (m.group("pre") or "")
+        post = "" if (after and _IS_CJK.match(after) and _IS_CJK.match(shown[-1:])) else (m.group("post") or "")
+        return pre + m.group("link") + post
+    return _LINKED.sub(fix, text)
+
+
 def protected(text: str) -> Counter:
     """The spans of `text` that a translation must keep unchanged, with their counts. For a cross-reference
     only its role and target count: a translation may translate its title ({ref}`the title <label>`) or give an
@@ -68,6 +93,10 @@ def problems(po_path: Path) -> list[str]:
         if msgstr == msgid and "\\" not in msgid and len(_WORD.findall(_TOKENS.sub(" ", msgid))) >= 6:
             # a sentence of English copied as its own translation (display maths, names and code may stay)
             out.append(f"untranslated: {short!r} (the English copied)")
+        if _chinese(po_path):
+            if _spacing_fixed(msgstr) != msgstr:
+                out.append(f"space between Chinese text and a link in {short!r} (python scripts/i18n_check.py "
+                           f"--fix-spacing)")
         want, got = protected(msgid), protected(msgstr)
         if want != got:
             missing = sorted((want - got).elements())
@@ -76,8 +105,37 @@ def problems(po_path: Path) -> list[str]:
     return out
 
 
+def _chinese(po_path: Path) -> bool:
+    """A catalogue of a Chinese edition (locales/zh_CN/...)."""
+    return any(part.lower().startswith("zh") for part in po_path.parts)
+
+
+def fix_spacing(po_path: Path) -> int:
+    """Rewrite the msgstr lines of `po_path` with `_spacing_fixed`; the number of lines changed."""
+    lines = po_path.read_text(encoding="utf-8").split("\n")
+    changed, in_msgstr = 0, False
+    for i, line in enumerate(lines):
+        if line.startswith("msgstr "):
+            in_msgstr = True
+        elif not line.startswith('"'):
+            in_msgstr = False
+        if in_msgstr:
+            new = _spacing_fixed(line)
+            if new != line:
+                lines[i], changed = new, changed + 1
+    if changed:
+        po_path.write_text("\n".join(lines), encoding="utf-8")
+    return changed
+
+
 def main(argv: list[str]) -> int:
+    fix = "--fix-spacing" in argv
+    argv = [a for a in argv if a != "--fix-spacing"]
     paths = [Path(a) for a in argv] or sorted(LOCALES.glob("*/LC_MESSAGES/**/*.po"))
+    if fix:
+        for path in paths:
+            if _chinese(path):
+                print(f"{path}: {fix_spacing(path)} line(s) with spaces removed")
     total = 0
     for path in paths:
         found = problems(path)

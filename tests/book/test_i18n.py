@@ -214,6 +214,28 @@ def test_mutation_dropped_citation_fails(translated_copy):
     assert any(p.startswith("markup changed") and "{cite:p}" in p for p in i18n_check.problems(po))
 
 
+def test_space_between_chinese_and_a_link_fails_and_is_fixed(tmp_path):
+    """"从 {doc}`第 6 章 <...>` 开始" is drawn "从 第 6 章 开始": a space between a Chinese character and a link
+    whose text touches it with a Chinese character is reported in a Chinese catalogue, and --fix-spacing removes
+    it; a space next to a digit or a Latin word stays ("见 8.7 节", "在 mybinder.org 上")."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    po = tmp_path / "zh_CN" / "LC_MESSAGES" / "page.po"
+    po.parent.mkdir(parents=True)
+    catalog = Catalog(locale="zh_CN")
+    catalog.add("Start at {doc}`chapter 6 <ch6>`, see {ref}`8.7 <s87>`, on [mybinder.org](https://mybinder.org).",
+                "请从 {doc}`第 6 章 <ch6>` 开始，见 {ref}`8.7 节 <s87>` 和 [mybinder.org](https://mybinder.org) 上的说明。")
+    with po.open("wb") as handle:
+        write_po(handle, catalog, width=0)
+    assert any(p.startswith("space between Chinese text and a link") for p in i18n_check.problems(po))
+    assert i18n_check.fix_spacing(po) == 1
+    assert i18n_check.problems(po) == []
+    fixed = read_catalog(po)
+    assert next(m for m in fixed if m.id).string == (
+        "请从{doc}`第 6 章 <ch6>`开始，见 {ref}`8.7 节 <s87>`和 [mybinder.org](https://mybinder.org) 上的说明。")
+
+
 # ------------------------------------------------------------------------------------------ titles
 def h1_and_title(page: Path) -> tuple[str, str]:
     """The page's heading (the article's <h1>, without its "#" link) and its <title> before " — <book title>"."""
