@@ -47,7 +47,7 @@ ZH_OUT = ZH_BUILD / "_build" / "html"        # where jupyter-book --path-output 
 ZH_HTML = HTML / "zh"                        # the published Chinese edition (hard links to ZH_OUT)
 ZH_STAMP = BUILD / "zh-stamp.json"
 ZH_TITLE = "tinytf：逐个张量，拆解现代 Transformer 块"
-ZH_AUTHOR = "tinytf 图书作者"
+ZH_AUTHOR = "tinytf 编写组"
 # the search field's placeholder and aria-label (jupyter-book sets html_theme_options.search_bar_text to
 # "Search this book..." itself, so the theme's translated default never shows)
 ZH_SEARCH = "搜索本书……"
