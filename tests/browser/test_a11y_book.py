@@ -145,7 +145,6 @@ def audit_page(browser, path: str, steps=STEPS, axe_runs=AXE_RUNS, shots_at=SHOT
             problems += _first_load_weight(page, path, loaded)
         if first_load is not None:
             problems += first_load_problems(page, first_load)
-        mode_set = None
         for width, mode in steps:
             if width != page.viewport_size["width"]:
                 # the keyboard drive scrolled and focused: the next width starts from the top, as a reader's would
@@ -154,9 +153,7 @@ def audit_page(browser, path: str, steps=STEPS, axe_runs=AXE_RUNS, shots_at=SHOT
                     book_browser.resize(page, width)
                 except PlaywrightTimeoutError:
                     problems.append(f"{width}px: the figures were not drawn again for the new width (30 s)")
-            if mode != mode_set:  # a new width in the mode already set (STEPS alternates) needs no switch
-                book_browser.set_mode(page, mode)
-                mode_set = mode
+            book_browser.set_mode(page, mode)
             where = f"{width}px {mode}"
             problems += [f"{where}: {p}" for p in book_browser.audit(page)]
             problems += [f"{where}: {p}" for p in page.evaluate(FIGURES_NAMED)]
