@@ -19,7 +19,9 @@ width and the page has re-marked its sideways-scrolling boxes). At each width bo
   for a person to look at (with ``TINYTF_FULL_SCREENSHOTS=1`` the full page).
 
 Every animated figure is driven from the keyboard (Tab reaches Play, Space plays and pauses, the
-arrow keys step, focus is visible), and the first load of a chapter page transfers at most 4 MB. The load and
+arrow keys step, focus is visible), and the first load of a chapter page transfers at most 4 MB. On the first load
+of a toc page, before any mode switch, the page checks of test_book_browser.py run too (``first_load_checks``), so
+that each page is loaded (MathJax, plotly.js, every figure: seconds of CPU) once for both. The load and
 the resizes raise no console error and request nothing from another host.
 """
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pytest
 
 import book_browser
 from conftest import FULL_SCREENSHOTS, ROOT, SCREENSHOTS, book_url, require, toc_docnames
+from test_book_browser import first_load_problems
 
 DOCS = toc_docnames()
 PAGES = [f"{d}.html" for d in DOCS] + ["search.html", "genindex.html"]
@@ -117,14 +120,22 @@ def _weight(server_files) -> tuple[int, int]:
 # `make test`'s two pytest-xdist workers (--dist loadfile) share the longest test of the suite.
 @pytest.mark.parametrize("path", PAGES[0::2])
 def test_page_for_every_reader(book_server, browser, path):
-    audit_page(browser, path)
+    audit_page(browser, path, first_load=toc_doc(path))
 
 
-def audit_page(browser, path: str, steps=STEPS, axe_runs=AXE_RUNS, shots_at=SHOTS_AT, keyboard: bool = True) -> None:
+def toc_doc(path: str) -> str | None:
+    """The docname of a toc page ("intro.html" -> "intro"), None for the generated pages (search, genindex)."""
+    doc = path.removesuffix(".html")
+    return doc if doc in DOCS else None
+
+
+def audit_page(browser, path: str, steps=STEPS, axe_runs=AXE_RUNS, shots_at=SHOTS_AT, keyboard: bool = True,
+               first_load: str | None = None) -> None:
     """Every check of the module docstring for one page (a failure lists all problems found); `path` is relative
     to _build/html (``PAGES`` lists the book's, another edition's are under its folder, e.g. "zh/intro.html").
     `steps` (the (width, mode) visited, in order), `axe_runs` and `keyboard` narrow the audit for a page whose
-    colours and scripts are those of an English page already audited (the Chinese edition's: test_zh_edition.py)."""
+    colours and scripts are those of an English page already audited (the Chinese edition's: test_zh_edition.py).
+    `first_load` (a toc docname) runs test_book_browser.py's checks of that page's first load on this load first."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # (the browser fixture required it)
 
     problems: list[str] = []
@@ -132,6 +143,8 @@ def audit_page(browser, path: str, steps=STEPS, axe_runs=AXE_RUNS, shots_at=SHOT
     try:
         if "/chapters/" in "/" + path:  # a chapter page, of any edition
             problems += _first_load_weight(page, path, loaded)
+        if first_load is not None:
+            problems += first_load_problems(page, first_load)
         for width, mode in steps:
             if width != page.viewport_size["width"]:
                 # the keyboard drive scrolled and focused: the next width starts from the top, as a reader's would

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from test_a11y_book import PAGES, audit_page
+from test_a11y_book import PAGES, audit_page, toc_doc
 
 
 @pytest.mark.parametrize("path", PAGES[1::2])
 def test_page_for_every_reader(book_server, browser, path):
-    audit_page(browser, path)
+    audit_page(browser, path, first_load=toc_doc(path))

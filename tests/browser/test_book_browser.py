@@ -3,7 +3,12 @@ Playwright), served from 127.0.0.1 with every other host blocked: it loads, logs
 error, requests nothing remote, draws every plotly figure, typesets its math, plays its
 matplotlib animations, shows the title and the chapter navigation. A screenshot of each page (the
 first screen; the full page with TINYTF_FULL_SCREENSHOTS=1) is kept in _build/screenshots/ for a person to
-look at."""
+look at.
+
+The checks of a toc page's first load (``first_load_problems``) run on the page load of its audit in
+test_a11y_book.py (``audit_page(..., first_load=docname)``), before the audit switches modes and widths: a chapter
+costs seconds of CPU to load (MathJax, plotly.js, every figure), so each page is loaded once for both. That audit
+also fails on any console error or request to another host, over the first load and everything after it."""
 from __future__ import annotations
 
 import pytest
@@ -43,78 +48,85 @@ STRAY_TEX_JS = r"""() => {
 }"""
 
 
-@pytest.mark.parametrize("docname", DOCS)
-def test_page_in_browser(book_server, browser, docname):
-    page, console_errors, remote_requests = open_page(browser, f"{docname}.html")
+def first_load_checks(page, docname: str) -> None:
+    """The checks of the module docstring on a toc page (`docname`) just loaded at 1280 px in the reader's system
+    colour mode, before anything else is done with it (an AssertionError names the first failure). Console errors
+    and requests to other hosts are the caller's to check (test_a11y_book.audit_page does, after its audit)."""
+    # 1. title: "<page title> — <book title>", and the page has one h1
+    title = page.title()
+    assert BOOK_TITLE_PART in title, f"page title {title!r}"
+    assert page.locator("main h1").count() >= 1, "no h1 heading"
+
+    # 2. chapter navigation: the sidebar links every page of the toc (landing page included)
+    nav = page.eval_on_selector_all("nav.bd-docs-nav a.reference.internal",
+                                    "els => els.map(e => e.getAttribute('href'))")
+    linked = {href.split("#")[0].rsplit("/", 1)[-1].removesuffix(".html") for href in nav}
+    expected = {d.rsplit("/", 1)[-1] for d in DOCS}
+    assert expected <= linked | {docname.rsplit("/", 1)[-1]}, f"sidebar links {sorted(linked)}"
+
+    # 3. every plotly figure has drawn its SVG
+    n_figures = page.locator(".plotly-graph-div").count()
+    if n_figures:
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.plotly-graph-div')]"
+            ".every(d => d.querySelector('svg.main-svg'))", timeout=30_000)
+        assert page.locator(".tinytf-noplotly").count() == 0, "a figure fell back to its 'no plotly.js' note"
+        # the layout audit of test_a11y_book.py on a desktop reader's first load (that test loads at 375 px and
+        # widens the window): no sideways scroll, figure text inside its figure, apart, legible
+        layout = audit(page)
+        assert not layout, "first load at 1280 px:\n" + "\n".join(layout)
+
+    # 4. math is typeset by the local MathJax: every math element holds a rendered formula
+    if page.locator("span.math, div.math").count():
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                               timeout=30_000)
+        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+        untypeset = page.eval_on_selector_all(
+            "span.math, div.math", "els => els.filter(e => !e.querySelector('mjx-container')).length")
+        assert untypeset == 0, f"{untypeset} formulas were not typeset"
+        assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+        # a formula that typesets but shows TeX as text ("ext{bytes}" from a tab where \\t was meant)
+        stray = page.evaluate(STRAY_TEX_JS)
+        assert not stray, f"TeX shown as text on the page: {stray}"
+
+    # 5. matplotlib animations play (to_jshtml): press Play, the frame changes
+    for i in range(page.locator("div.animation").count()):
+        anim = page.locator("div.animation").nth(i)
+        anim.scroll_into_view_if_needed()
+        slider = anim.locator("input.anim-slider")
+        start = int(slider.input_value())
+        first_src = anim.locator("img").get_attribute("src")
+        anim.locator("button[title='Play']").click()
+        page.wait_for_function(
+            "([el, v]) => parseInt(el.value) !== v", arg=[slider.element_handle(), start], timeout=10_000)
+        anim.locator("button[title='Pause']").click()
+        assert anim.locator("img").get_attribute("src") != first_src, "animation frame did not change"
+
+    # 6. no dead control: widget views are not rendered; live notes carry launch links
+    assert page.locator(".jupyter-widgets, .widget-area").count() == 0, "a widget is rendered on a static page"
+    for i in range(page.locator(".tinytf-live-note").count()):
+        note = page.locator(".tinytf-live-note").nth(i)
+        assert note.is_visible()
+        hrefs = note.locator("a").evaluate_all("els => els.map(e => e.href)")
+        assert any("mybinder.org" in h for h in hrefs) and any("colab" in h for h in hrefs), hrefs
+
+    # 7. chapter pages: the launch buttons are there
+    if docname in CHAPTER_DOCS and (page.locator("a[href*='mybinder.org/v2/gh/']").count()):
+        assert page.locator("a[href*='colab.research.google.com/github/']").count() >= 1
+
+    screenshot(page, docname)
+
+
+def first_load_problems(page, docname: str) -> list[str]:
+    """first_load_checks as a list of problems for the audit (empty = fine); the page is left scrolled to the top
+    with nothing focused, as it was loaded."""
     try:
-        # 1. title: "<page title> — <book title>", and the page has one h1
-        title = page.title()
-        assert BOOK_TITLE_PART in title, f"page title {title!r}"
-        assert page.locator("main h1").count() >= 1, "no h1 heading"
-
-        # 2. chapter navigation: the sidebar links every page of the toc (landing page included)
-        nav = page.eval_on_selector_all("nav.bd-docs-nav a.reference.internal",
-                                        "els => els.map(e => e.getAttribute('href'))")
-        linked = {href.split("#")[0].rsplit("/", 1)[-1].removesuffix(".html") for href in nav}
-        expected = {d.rsplit("/", 1)[-1] for d in DOCS}
-        assert expected <= linked | {docname.rsplit("/", 1)[-1]}, f"sidebar links {sorted(linked)}"
-
-        # 3. every plotly figure has drawn its SVG
-        n_figures = page.locator(".plotly-graph-div").count()
-        if n_figures:
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('.plotly-graph-div')]"
-                ".every(d => d.querySelector('svg.main-svg'))", timeout=30_000)
-            assert page.locator(".tinytf-noplotly").count() == 0, "a figure fell back to its 'no plotly.js' note"
-            # the layout audit of test_a11y_book.py on a desktop reader's first load (that test loads at 375 px and
-            # widens the window): no sideways scroll, figure text inside its figure, apart, legible
-            layout = audit(page)
-            assert not layout, "first load at 1280 px:\n" + "\n".join(layout)
-
-        # 4. math is typeset by the local MathJax: every math element holds a rendered formula
-        if page.locator("span.math, div.math").count():
-            page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                   timeout=30_000)
-            page.evaluate("() => MathJax.startup.promise.then(() => true)")
-            untypeset = page.eval_on_selector_all(
-                "span.math, div.math", "els => els.filter(e => !e.querySelector('mjx-container')).length")
-            assert untypeset == 0, f"{untypeset} formulas were not typeset"
-            assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
-            # a formula that typesets but shows TeX as text ("ext{bytes}" from a tab where \\t was meant)
-            stray = page.evaluate(STRAY_TEX_JS)
-            assert not stray, f"TeX shown as text on the page: {stray}"
-
-        # 5. matplotlib animations play (to_jshtml): press Play, the frame changes
-        for i in range(page.locator("div.animation").count()):
-            anim = page.locator("div.animation").nth(i)
-            anim.scroll_into_view_if_needed()
-            slider = anim.locator("input.anim-slider")
-            start = int(slider.input_value())
-            first_src = anim.locator("img").get_attribute("src")
-            anim.locator("button[title='Play']").click()
-            page.wait_for_function(
-                "([el, v]) => parseInt(el.value) !== v", arg=[slider.element_handle(), start], timeout=10_000)
-            anim.locator("button[title='Pause']").click()
-            assert anim.locator("img").get_attribute("src") != first_src, "animation frame did not change"
-
-        # 6. no dead control: widget views are not rendered; live notes carry launch links
-        assert page.locator(".jupyter-widgets, .widget-area").count() == 0, "a widget is rendered on a static page"
-        for i in range(page.locator(".tinytf-live-note").count()):
-            note = page.locator(".tinytf-live-note").nth(i)
-            assert note.is_visible()
-            hrefs = note.locator("a").evaluate_all("els => els.map(e => e.href)")
-            assert any("mybinder.org" in h for h in hrefs) and any("colab" in h for h in hrefs), hrefs
-
-        # 7. chapter pages: the launch buttons are there
-        if docname in CHAPTER_DOCS and (page.locator("a[href*='mybinder.org/v2/gh/']").count()):
-            assert page.locator("a[href*='colab.research.google.com/github/']").count() >= 1
-
-        screenshot(page, docname)
-        page.wait_for_timeout(500)  # let late errors (async scripts, the favicon) arrive
-        assert not remote_requests, f"requests to other hosts: {remote_requests}"
-        assert not console_errors, f"console errors: {console_errors}"
-    finally:
-        page.context.close()
+        first_load_checks(page, docname)
+        problems = []
+    except AssertionError as err:
+        problems = [f"first load: {err}"]
+    page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
+    return problems
 
 
 @pytest.mark.parametrize("path", EXTRA_PAGES)
