@@ -6,6 +6,12 @@
     logit_growth(cfg, steps, lr, seed)          train briefly, record the largest absolute attention logit every few steps
     load_logit_growth()                         the recorded runs, tinytf/checkpoints/qk_norm_logits.json
     main()                                      ``python -m tinytf record-qk-norm``: re-record them
+
+The chapter's tables, laid out as plain text (the cells compute, these only format):
+
+    format_cache_ranking(orders)                the three smallest KV caches at each context length
+    format_attention_variants(rows)             cache and attention parameters of attention variants of one model
+    format_update_rms(updates, streams, x_rms)  RMS of each sublayer's update and of the final stream, per placement
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import torch
 
 from ..config import TinyConfig
 from ..models import TinyTransformer
+from .cache_memory import format_bytes
 from .tasks import InductionTask
 from .train import decoder_loss, num_threads
 
@@ -83,6 +90,42 @@ def load_logit_growth(path=None) -> dict:
 
 LOGIT_GROWTH_SETTINGS = dict(base=dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, d_ff=192, max_seq_len=64),
                              steps=150, lr=1e-2, every=10, seeds=[0, 1, 2])
+
+
+def format_cache_ranking(orders: dict) -> str:
+    """Plain text: for each context length ``T`` of ``{T: [model names from the smallest cache up]}``, the first
+    three names."""
+    lines = [f"{'tokens':>8}  {'lowest':12} {'second':12} {'third':12}"]
+    lines += [f"{T:>8,}  " + " ".join(f"{name:12}" for name in order[:3]) for T, order in orders.items()]
+    return "\n".join(lines)
+
+
+def format_attention_variants(rows: dict, title: str = "DeepSeek-V3 attention") -> str:
+    """Plain text, one row per ``{name: (cached values per position and layer, cache bytes per token, cache bytes
+    at 128k tokens, attention parameters of all layers)}``."""
+    lines = [f"{title:22} {'values/layer':>12} {'per token':>11} {'at 128k tokens':>15} {'attention parameters':>21}"]
+    lines += [f"{name:22} {values:>12,} {format_bytes(per_token):>11} {format_bytes(at_128k):>15} {params:>21,}"
+              for name, (values, per_token, at_128k, params) in rows.items()]
+    return "\n".join(lines)
+
+
+def format_update_rms(updates: dict, streams: dict, input_rms: float, layers=range(0, 8, 2)) -> str:
+    """Plain text: ``updates[placement]`` is ``{"attention": [RMS per layer], "FFN": [...]}``, the RMS of what each
+    sublayer adds to the stream; ``streams[placement]`` the RMS of the stream at the end. First table: the updates
+    of ``layers``. Second: the input's RMS, the sum of all squared updates, the root of input² + that sum (the
+    stream's RMS if the updates' squares simply added) and the stream at the end."""
+    lines = [f"{'placement':24} {'update':10}" + "".join(f"{'layer ' + str(i):>9}" for i in layers)]
+    for name, by_kind in updates.items():
+        for kind, update in by_kind.items():
+            label = name if kind == "attention" else ""
+            lines.append(f"{label:24} {kind:10}" + "".join(f"{update[i]:>9.3f}" for i in layers))
+    lines += ["", f"{'placement':24} {'input':>6} {'sum of the 16 squared updates':>30} {'sqrt(input² + sum)':>19} "
+                  f"{'stream at the end':>18}"]
+    for name, by_kind in updates.items():
+        squares = sum(u ** 2 for update in by_kind.values() for u in update)
+        lines.append(f"{name:24} {input_rms:>6.2f} {squares:>30.2f} {(input_rms ** 2 + squares) ** 0.5:>19.2f} "
+                     f"{streams[name]:>18.2f}")
+    return "\n".join(lines)
 
 
 def main() -> int:
