@@ -23,3 +23,15 @@ def test_paired_difference():
     assert math.isclose(d.mean, 0.2, rel_tol=1e-6) and d.n == 3 and d.sem > 0
     with pytest.raises(tinytf.TinyTFInputError):
         wb.paired_difference(b, a[:2])
+
+
+def test_format_means_and_paired_table():
+    per = {"a": torch.tensor([1.0, 1.2, 0.8, 1.0], dtype=torch.float64),
+           "b": torch.tensor([1.5, 1.9, 1.1, 1.3], dtype=torch.float64)}
+    means = wb.format_means(per).splitlines()
+    assert means[0].startswith("variant") and means[-1].startswith("uniform guess") and len(means) == 4
+    d = per["b"] - per["a"]
+    table = wb.paired_table({"b": dict(d=d, q1=0.3, q3=0.6, worse=4, p=0.125)}).splitlines()
+    assert len(table) == 2 and "4 of 4" in table[1] and "0.12" in table[1] and "+0.450" in table[1]
+    tiny = wb.paired_table({"b": dict(d=d, q1=0.3, q3=0.6, worse=4, p=1e-12)})
+    assert "< 1e-09" in tiny

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from ..errors import TinyTFInputError
 from .head_stats import Spread, spread
+from .precision import below
 from .textdata import eval_windows
 
 
@@ -44,3 +45,33 @@ def paired_difference(b: torch.Tensor, a: torch.Tensor) -> Spread:
         raise TinyTFInputError(f"paired_difference: need two 1-D tensors of the same length, got "
                                f"{list(a.shape)} and {list(b.shape)}")
     return spread(b - a)
+
+
+def format_means(per_window: dict) -> str:
+    """Plain text, one row per ``{variant: [n] bits per byte}``: the mean over the windows and its standard error,
+    each at the precision it supports (the standard error to one significant figure, the mean to the last decimal
+    place in which the standard error is under one unit: 0.07 gives one decimal), then a uniform guess's 8."""
+    lines = [f"{'variant':33} {'bits per byte':>13} {'standard error':>15}"]
+    for name, b in per_window.items():
+        se = float(b.std() / math.sqrt(len(b)))  # standard error of the mean over the windows
+        dec = max(0, -math.floor(math.log10(se)) - 1)
+        se_place = -math.floor(math.log10(se))  # the standard error to one significant figure
+        lines.append(f"{name:33} {b.mean():13.{dec}f} {round(se, se_place):15.{max(0, se_place)}f}")
+    lines.append(f"{'uniform guess over 256 bytes':33} {math.log2(256):13.0f}")
+    return "\n".join(lines)
+
+
+def paired_table(rows: dict) -> str:
+    """Plain text, one row per ``{variant: dict(d=[n] paired differences, q1=, q3=, worse=, p=)}``: the median,
+    the interquartile range, the mean, the windows made worse and the sign test's p. Fewer decimals for larger
+    changes (3 under 1, 1 under 100, else 0); a p under 1e-3 is printed as the bound it is under."""
+    lines = [f"{'variant':33} {'median':>7} {'IQR (25% to 75%)':>17} {'mean':>7} {'windows worse':>14} "
+             f"{'sign test p':>12}"]
+    for name, r in rows.items():
+        d = r["d"]
+        dec = 3 if d.median().abs() < 1 else 1 if d.median().abs() < 100 else 0
+        p_text = f"{r['p']:.2g}" if r["p"] >= 1e-3 else below(r["p"], 1e-9)
+        iqr = f"{r['q1']:+.{dec}f} to {r['q3']:+.{dec}f}"
+        lines.append(f"{name:33} {float(d.median()):+7.{dec}f} {iqr:>17} {float(d.mean()):+7.{dec}f}"
+                     f" {str(r['worse']) + ' of ' + str(len(d)):>14} {p_text:>12}")
+    return "\n".join(lines)
