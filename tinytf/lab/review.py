@@ -170,8 +170,9 @@ def review(block) -> list:
                         "released models go to 4 or more", "chapter 9"))
     if b["bias"]:
         gaps.append(Gap("biases", "biases in the linear layers", "no biases (a Q/K/V bias alone is allowed)",
-                        "biases add parameters and memory traffic, and Llama-3-style models train well without them "
-                        "(Qwen2 keeps only a Q/K/V bias)", "chapter 9"))
+                        "PaLM dropped every bias for training stability at scale (Chowdhery et al. 2023); biases are "
+                        "a tiny share of the parameters, and Llama-3-style models train well without them (Qwen2 keeps "
+                        "only a Q/K/V bias)", "chapter 9"))
     return gaps
 
 
