@@ -61,12 +61,12 @@ JS_SOURCES = (ROOT / "tinytf" / "viz" / "figure_core.js", ROOT / "_static" / "ti
               ROOT / "_static" / "tinytf-lab.js", ROOT / "_static" / "tinytf-book.js")
 PAGES_MD = (ROOT / "intro.md",)  # markdown pages besides the chapters' notebooks (and chapters/*.md)
 
-# keys whose strings a reader sees (in lists too); frames' "name" and the slider's "args" are frame keys, and
-# plotly's own slider and buttons are replaced by the figure core's HTML controls (so "currentvalue" and the
-# "updatemenus" labels are never seen)
+# keys whose strings a reader sees (in lists too); frames' "name" and the slider's "args" are frame keys. The book's
+# figure core replaces plotly's own slider and buttons by HTML controls, but plotly (JupyterLab, a page without the
+# core) still draws the slider's "currentvalue" "prefix", so it is translated too; the "updatemenus" labels are not
 VISIBLE_KEYS = frozenset({"text", "name", "hovertemplate", "hovertext", "texttemplate", "label", "ticktext", "x", "y",
-                          "categoryarray", "title"})
-SKIP_KEYS = frozenset({"template", "sliders_args", "args", "updatemenus", "currentvalue", "legendgroup", "meta"})
+                          "categoryarray", "title", "prefix"})
+SKIP_KEYS = frozenset({"template", "sliders_args", "args", "updatemenus", "legendgroup", "meta"})
 
 _TAGS = re.compile(r"(<br\s*/?>|</?b>|<span\b[^>]*>|</span>|<extra>.*?</extra>|</?i>|</?em>)", re.I | re.S)
 _PLOTLY_VAR = re.compile(r"%\{[^}]*\}")
@@ -165,6 +165,8 @@ def _strings(spec, visit, key=None, skip=False):
         for k, v in spec.items():
             if k in SKIP_KEYS or (k == "name" and key == "frames"):
                 out[k] = v
+            elif k == "prefix" and isinstance(v, str):  # a slider's "stage: ": no space after a full-width colon
+                out[k] = re.sub(r"(?<=[\u3000-\u303f\uff00-\uffef])\s+$", "", visit(v))
             elif k in VISIBLE_KEYS and isinstance(v, str):
                 out[k] = visit(v)
             elif k in VISIBLE_KEYS and isinstance(v, list):

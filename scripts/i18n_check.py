@@ -11,9 +11,12 @@ translated), link target ](...), URL and footnote reference
 Chinese word order differs). In a Chinese catalogue, a cross-reference or link whose visible text begins (ends)
 with a Chinese character or punctuation mark must not be separated by a space from a Chinese character before
 (after) it ("从 {doc}`第 6 章 <...>` 开始" is drawn "从 第 6 章 开始"); a space next to Latin letters or digits
-stays ("见 {ref}`8.7 节 <...>`"). Exit status 1 when anything is reported.
+stays ("见 {ref}`8.7 节 <...>`"). Nor may a bold run that ends with full-width punctuation be followed by a space
+("**说法。** 注意力" is drawn "说法。 注意力"): the punctuation goes after the bold ("**说法**。注意力"). Exit status 1
+when anything is reported.
 
-    python scripts/i18n_check.py --fix-spacing        # remove those spaces in every catalogue, then check
+    python scripts/i18n_check.py --fix-spacing        # remove those spaces (moving a bold run's punctuation out)
+                                                      # in every catalogue, then check
 """
 from __future__ import annotations
 
@@ -66,6 +69,26 @@ def _spacing_fixed(text: str) -> str:
     return _LINKED.sub(fix, text)
 
 
+# a bold run ending with full-width punctuation, then spaces: "**说法。** 注意力" is drawn "说法。 注意力", and the space
+# cannot simply go (CommonMark: a closing "**" after punctuation and before a letter does not close), so the
+# punctuation moves out of the bold: "**说法**。注意力" (the run of 。：？！；， at its end, or else a closing ）)
+_BOLD = re.compile(r"\*\*(?P<body>[^*\n]+?)\*\*(?P<space> +(?=\S))?")
+_SENTENCE_END = re.compile(r"[。：？！；，]+$")
+
+
+def _bold_spacing_fixed(text: str) -> str:
+    """`text` with the punctuation that ends a bold run followed by spaces moved out of the bold, and the
+    spaces removed (see _BOLD)."""
+    def fix(m: re.Match) -> str:
+        body = m.group("body")
+        end = _SENTENCE_END.search(body)
+        cut = end.start() if end else (len(body) - 1 if body.endswith("）") else None)
+        if not m.group("space") or cut is None or cut == 0:
+            return m.group(0)
+        return f"**{body[:cut]}**{body[cut:]}"
+    return _BOLD.sub(fix, text)
+
+
 def protected(text: str) -> Counter:
     """The spans of `text` that a translation must keep unchanged, with their counts. For a cross-reference
     only its role and target count: a translation may translate its title ({ref}`the title <label>`) or give an
@@ -97,6 +120,9 @@ def problems(po_path: Path) -> list[str]:
             if _spacing_fixed(msgstr) != msgstr:
                 out.append(f"space between Chinese text and a link in {short!r} (python scripts/i18n_check.py "
                            f"--fix-spacing)")
+            if _bold_spacing_fixed(msgstr) != msgstr:
+                out.append(f"space after the full-width punctuation ending a bold run in {short!r} "
+                           f"(python scripts/i18n_check.py --fix-spacing)")
         want, got = protected(msgid), protected(msgstr)
         if want != got:
             missing = sorted((want - got).elements())
@@ -120,7 +146,7 @@ def fix_spacing(po_path: Path) -> int:
         elif not line.startswith('"'):
             in_msgstr = False
         if in_msgstr:
-            new = _spacing_fixed(line)
+            new = _bold_spacing_fixed(_spacing_fixed(line))
             if new != line:
                 lines[i], changed = new, changed + 1
     if changed:

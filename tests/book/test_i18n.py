@@ -236,6 +236,30 @@ def test_space_between_chinese_and_a_link_fails_and_is_fixed(tmp_path):
         "请从{doc}`第 6 章 <ch6>`开始，见 {ref}`8.7 节 <s87>`和 [mybinder.org](https://mybinder.org) 上的说明。")
 
 
+def test_space_after_a_bold_run_ending_with_punctuation_fails_and_is_fixed(tmp_path):
+    """"**说法。** 注意力" is drawn "说法。 注意力" (a half-width space after a full-width full stop): it is reported in
+    a Chinese catalogue, and --fix-spacing moves the punctuation out of the bold and drops the space, so that the
+    closing "**" still closes ("**说法**。注意力"; an exercise's "**1.（简单）** 写" -> "**1.（简单**）写"); a bold
+    run that ends with a letter, or is not followed by a space, stays."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    po = tmp_path / "zh_CN" / "LC_MESSAGES" / "page.po"
+    po.parent.mkdir(parents=True)
+    catalog = Catalog(locale="zh_CN")
+    catalog.add("**The claim.** Attention mixes; **it** does.", "**说法。** 注意力做混合；**它** 确实如此。")
+    catalog.add("**1. (easy)** Write `f`.", "**1.（简单）** 编写 `f`。")
+    catalog.add("**Is it? (after chapter 5)** Read on.", "**是吗？（读完第 5 章后再看）** 往下读。")
+    with po.open("wb") as handle:
+        write_po(handle, catalog, width=0)
+    found = i18n_check.problems(po)
+    assert len(found) == 3 and all(p.startswith("space after the full-width punctuation") for p in found)
+    assert i18n_check.fix_spacing(po) == 3
+    assert i18n_check.problems(po) == []
+    assert [m.string for m in read_catalog(po) if m.id] == [
+        "**说法**。注意力做混合；**它** 确实如此。", "**1.（简单**）编写 `f`。", "**是吗？（读完第 5 章后再看**）往下读。"]
+
+
 # ------------------------------------------------------------------------------------------ titles
 def h1_and_title(page: Path) -> tuple[str, str]:
     """The page's heading (the article's <h1>, without its "#" link) and its <title> before " — <book title>"."""
