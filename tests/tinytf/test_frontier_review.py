@@ -79,7 +79,7 @@ def test_frontier_wording_has_no_verdict():
     table = frontier_review_table({"Llama 3": tinytf.config_from_hf(tinytf.published_config("Llama-3-8B")),
                                    "DeepSeek-V3": FRONTIER["DeepSeek-V3"]})
     head, _, llama, deepseek = table.splitlines()
-    assert head.split() == ["block", "has", "does", "not", "have"]
+    assert head.split() == ["block", "has", "does", "not", "use"]
     assert llama.endswith("QK-norm, MLA or sliding window, MoE") and deepseek.endswith("  QK-norm")
     # the trade-off lines are scoped, not universal
     qk = frontier_review("DeepSeek-V3")[0].why

@@ -311,14 +311,14 @@ def _frontier_has(b: dict) -> list:
 def frontier_review_table(blocks: dict) -> str:
     """One row per block: which features of the chapter's frontier block it has (with their settings, and the
     norm placements of the chapter where a block uses them), and which of the three reviewed features it does
-    not have. A description, not a grade."""
+    not use. A description, not a grade."""
     rows = []
     for name, block in blocks.items():
         has = ", ".join(_frontier_has(block_fields(block))) or "-"
         rows.append((name, has, ", ".join(f.aspect for f in frontier_review(block)) or "-"))
     width = max(len(n) for n in blocks)
     has_width = max(len("has"), *(len(r[1]) for r in rows))
-    head = f"{'block':<{width}}  {'has':<{has_width}}  does not have"
-    lines = [head, "-" * (width + has_width + 4 + max(len("does not have"), *(len(r[2]) for r in rows)))]
+    head = f"{'block':<{width}}  {'has':<{has_width}}  does not use"
+    lines = [head, "-" * (width + has_width + 4 + max(len("does not use"), *(len(r[2]) for r in rows)))]
     lines += [f"{name:<{width}}  {has:<{has_width}}  {absent}" for name, has, absent in rows]
     return "\n".join(lines)
