@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer, check_ids, init_weights
+from ..norms import LayerNorm, OffsetRMSNorm, RMSNorm
 from ..tracing import run_with_trace
 
 
@@ -36,6 +37,7 @@ class LayerMeasurement:
     grad_norm: list  # per block: L2 norm of d loss / d (every weight of the block)
     token_similarity: list  # per block: mean cosine similarity between the stream vectors of different positions
     loss: float
+    grad_norm_without_norms: list = field(default_factory=list)  # per block: as grad_norm, without the norms' gains/biases
 
 
 def stream_rms(h) -> float:
@@ -89,8 +91,17 @@ def measure_layers(model: TinyTransformer, ids, targets, stream=None) -> LayerMe
     similarity = [token_similarity(h) if h.shape[1] > 1 else float("nan") for h in streams]
     grads = [math.sqrt(sum(float(p.grad.pow(2).sum()) for p in b.parameters() if p.grad is not None))
              for b in model.blocks]
+    grads_without_norms = [math.sqrt(sum(float(p.grad.pow(2).sum()) for p in _non_norm_parameters(b)
+                                         if p.grad is not None)) for b in model.blocks]
     model.zero_grad(set_to_none=True)
-    return LayerMeasurement(rms, grads, similarity, loss.item())
+    return LayerMeasurement(rms, grads, similarity, loss.item(), grads_without_norms)
+
+
+def _non_norm_parameters(block):
+    """The block's parameters except those of its norms (their gains and, for LayerNorm, biases)."""
+    norm_params = {id(p) for m in block.modules() if isinstance(m, (RMSNorm, LayerNorm, OffsetRMSNorm))
+                   for p in m.parameters()}
+    return [p for p in block.parameters() if id(p) not in norm_params]
 
 
 @contextlib.contextmanager
@@ -127,6 +138,7 @@ class LayerProfile:
     activation_rms_float64: list = field(default_factory=list, repr=False)  # activation_rms of the float64 run
     token_similarity_float64: list = field(default_factory=list, repr=False)  # token_similarity of the float64 run
     per_seed_float64: list = field(default_factory=list, repr=False)  # the float64 LayerMeasurement of each seed
+    grad_norm_without_norms: list = field(default_factory=list)  # per block: grad_norm without the norms' parameters
 
     @property
     def ill_conditioned(self) -> bool:
@@ -242,6 +254,7 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
         activation_rms_float64=_geometric_mean([r.activation_rms for r in exact_runs]) if exact_runs else [],
         token_similarity_float64=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in exact_runs))],
         per_seed_float64=exact_runs,
+        grad_norm_without_norms=_geometric_mean([r.grad_norm_without_norms for r in runs]),
     )
     return _copy(_MEASURED[key], label or describe(cfg))
 
@@ -253,6 +266,7 @@ def _relative_gap(values, reference) -> float:
 def _copy(profile: LayerProfile, label: str) -> LayerProfile:
     return dataclasses.replace(profile, label=label, activation_rms=list(profile.activation_rms),
                                grad_norm=list(profile.grad_norm), grad_norm_float64=list(profile.grad_norm_float64),
+                               grad_norm_without_norms=list(profile.grad_norm_without_norms),
                                activation_rms_float64=list(profile.activation_rms_float64),
                                token_similarity=list(profile.token_similarity),
                                token_similarity_float64=list(profile.token_similarity_float64),
