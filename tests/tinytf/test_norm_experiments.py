@@ -26,6 +26,20 @@ def test_remove_norms_replaces_every_norm_by_the_identity():
     assert "blocks.0.norm1.out" in trace  # the hook a norm has is still there
 
 
+def test_remove_norms_can_keep_the_final_norm():
+    model = _model()
+    final = model.final_norm
+    assert ne.remove_norms(model, keep_final=True) is model
+    assert model.final_norm is final  # the same module, with its trained gamma
+    assert all(isinstance(getattr(b, n), ne.NoNorm) for b in model.blocks for n in ("norm1", "norm2"))
+    assert sum(isinstance(m, (tinytf.RMSNorm, tinytf.LayerNorm)) for m in model.modules()) == 1
+    ids = torch.tensor([[1, 2, 3]])
+    logits, trace = model.run_with_trace(ids)
+    x = trace[f"blocks.{SMALL.n_layers - 1}.resid_post"]
+    assert torch.allclose(logits, model.lm_head(final(x)), atol=1e-6)  # the LM head reads the normalised stream
+    assert torch.equal(trace["blocks.0.norm1.out"], trace["embed"])  # block 0 reads the raw stream
+
+
 def test_build_stack_chooses_the_norm():
     for norm, kind in (("rms", tinytf.RMSNorm), ("layer", tinytf.LayerNorm), ("none", ne.NoNorm)):
         model = ne.build_stack(norm, 2, d_model=32)

@@ -56,9 +56,14 @@ def _replace(model: nn.Module, make) -> nn.Module:
     return model
 
 
-def remove_norms(model: nn.Module) -> nn.Module:
-    """Replace every norm of ``model`` (both per block and the final one) by :class:`NoNorm`, in place."""
-    return _replace(model, lambda _: NoNorm())
+def remove_norms(model: nn.Module, keep_final: bool = False) -> nn.Module:
+    """Replace every norm of ``model`` (both per block and the final one) by :class:`NoNorm`, in place.
+    ``keep_final=True`` keeps each stack's final norm (``final_norm``, before the LM head) and removes only the
+    blocks' norms, so the LM head still reads a normalised stream."""
+    if not keep_final:
+        return _replace(model, lambda _: NoNorm())
+    kept = {id(m) for name, m in model.named_modules() if name.rsplit(".", 1)[-1] == "final_norm"}
+    return _replace(model, lambda norm: norm if id(norm) in kept else NoNorm())
 
 
 def swap_norms(model: nn.Module, to: str) -> nn.Module:
