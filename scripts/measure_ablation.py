@@ -10,7 +10,7 @@ the ablated model's, per window. Writes tinytf/checkpoints/ablation-text-4l.json
 per-window bits and KL of every condition, the mean vectors, and which held-out files each quarter of the
 windows comes from.
 
-    python scripts/measure_ablation.py            # one thread; about five minutes on a quiet core
+    python scripts/measure_ablation.py            # one thread; about two minutes on a quiet core
 """
 from __future__ import annotations
 
