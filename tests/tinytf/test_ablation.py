@@ -77,7 +77,8 @@ def test_conditions_and_summary(model, windows):
     means = A.site_means(model, inputs, A.sites(model, "attn") + A.sites(model, "ffn"))
     conds = A.conditions(model, means)
     assert list(conds)[:5] == ["intact", "attn zero", "attn mean", "ffn zero", "ffn mean"]
-    assert "block 1 ffn mean" in conds and len(conds) == 1 + 4 + 2 * 4
+    assert "block 1 ffn mean" in conds and len(conds) == 1 + 4 + 2 * 4 + 2 * 2
+    assert conds["block 1 whole zero"].sites == ["blocks.1.attn.out", "blocks.1.ffn.out"]
     assert "attn mean" not in A.conditions(model)
     bits = {k: A.window_bits(model, inputs, targets, v) for k, v in list(conds.items())[:3]}
     s = A.summarise(bits, 2)
@@ -99,6 +100,8 @@ def test_conditions_and_summary(model, windows):
     lambda m: A.window_bits(m, torch.ones(2, 4, dtype=torch.long), torch.ones(2, 5, dtype=torch.long)),
     lambda m: A.site_means(m, torch.rand(2, 4), ["blocks.0.ffn.out"]),
     lambda m: A.summarise({"x": torch.zeros(5)}, 2),
+    lambda m: A.window_scores(m, torch.ones(2, 4, dtype=torch.long), torch.ones(2, 4, dtype=torch.long),
+                              reference=torch.zeros(3, 4, 256)),
 ])
 def test_bad_input_raises_a_clear_error(model, call):
     with pytest.raises(TinyTFInputError):
@@ -108,12 +111,35 @@ def test_bad_input_raises_a_clear_error(model, call):
 def test_shipped_results_file():
     res = A.load_results()
     assert res == json.loads((ROOT / "tinytf" / "checkpoints" / "ablation-text-4l.json").read_text())
-    assert len(res["bits"]) == 1 + 4 + 4 * 4 and all(len(v) == 256 for v in res["bits"].values())
+    assert len(res["bits"]) == 1 + 4 + 4 * 4 + 4 * 2 and all(len(v) == 256 for v in res["bits"].values())
+    assert list(res["kl"]) == list(res["bits"]) and all(len(v) == 256 for v in res["kl"].values())
+    assert all(k == 0 for k in res["kl"]["intact"]) and all(min(v) > 0 for k, v in res["kl"].items() if k != "intact")
     assert len(res["groups"]) == 4 and set(res["means"]) == {f"blocks.{i}.{s}.out" for i in range(4)
                                                                for s in ("attn", "ffn")}
     intact = sum(res["bits"]["intact"]) / 256
     info = tinytf.pretrained.info("text-4l")
     assert abs(intact - info["metrics"]["val_bpb"]) < 0.02  # the same windows bits_per_byte scores
+
+
+def test_whole_block_zeroed_is_the_identity(model, windows):
+    inputs, _ = windows
+    names = ["blocks.1.resid_pre", "blocks.1.resid_post"]
+    _, trace = model.run_with_trace(inputs, names=names, patches=A.ZeroAblation(A.block_sites(model, 1)).patches())
+    assert torch.equal(trace["blocks.1.resid_pre"], trace["blocks.1.resid_post"])
+
+
+def test_window_kl_is_zero_intact_and_matches_a_direct_computation(model, windows):
+    inputs, targets = windows
+    assert torch.equal(A.window_kl(model, inputs), torch.zeros(len(inputs), dtype=torch.float64))
+    abl = A.ZeroAblation(A.sites(model, "attn"))
+    with torch.no_grad():
+        p = F.log_softmax(model(inputs).double(), -1)
+        q = F.log_softmax(abl.run(model, inputs).double(), -1)
+    direct = F.kl_div(q, p, log_target=True, reduction="none").sum(-1).mean(-1) / math.log(2)
+    kl = A.window_kl(model, inputs, abl)
+    assert torch.allclose(kl, direct) and (kl > 0).all()
+    scores = A.window_scores(model, inputs, targets, abl, A.intact_logprobs(model, inputs, batch_size=4))
+    assert torch.allclose(scores["kl"], kl) and torch.allclose(scores["bits"], A.window_bits(model, inputs, targets, abl))
 
 
 def test_load_results_names_a_missing_file(tmp_path):

@@ -8,7 +8,9 @@
     mean = ablation.MeanAblation(means)                   # each output replaced by that mean vector
     logits = mean.run(model, ids)                         # one forward pass with the replacement
     bits = ablation.window_bits(model, inputs, targets, mean)   # [n] bits per byte of each window
-    results = ablation.load_results()                     # text-4l, 21 conditions, measured once and shipped
+    kl = ablation.window_kl(model, inputs, mean)          # [n] mean KL(intact || ablated) per window, in bits
+    whole = ablation.ZeroAblation(ablation.block_sites(model, 2))  # block 2 becomes the identity
+    results = ablation.load_results()                     # text-4l, 29 conditions, measured once and shipped
     moved = ablation.logprob_change(logits, new_logits)   # [...] largest |change| of a log-probability per row
 
 A sublayer's output ``blocks.{i}.attn.out`` / ``blocks.{i}.ffn.out`` is what the pre-norm block adds to the
@@ -54,6 +56,11 @@ def sites(model, sublayer: str, blocks=None) -> list:
     if bad or not blocks:
         raise TinyTFInputError(f"ablation.sites: blocks must be a non-empty list of indices 0..{n - 1}, got {blocks}")
     return [f"blocks.{b}.{sublayer}.out" for b in blocks]
+
+
+def block_sites(model, block: int) -> list:
+    """Both sublayer outputs of one block: zeroing them turns the pre-norm block into the identity (H' = H)."""
+    return sites(model, "attn", [block]) + sites(model, "ffn", [block])
 
 
 def _check_sites(names) -> list:
@@ -173,6 +180,55 @@ def window_bits(model, inputs, targets, ablation: Ablation | None = None, batch_
     return torch.cat(out)
 
 
+@torch.no_grad()
+def intact_logprobs(model, inputs, batch_size: int = 32) -> torch.Tensor:
+    """[n, T, V] float64: the intact model's next-token log-probabilities on ``inputs`` ([n, T] ids), the
+    reference of ``window_kl`` and ``window_scores``."""
+    inputs = _check_windows(inputs)
+    model.eval()
+    return torch.cat([F.log_softmax(model(inputs[i:i + batch_size]).double(), -1)
+                      for i in range(0, len(inputs), batch_size)])
+
+
+def _kl_bits(reference, logits) -> torch.Tensor:
+    """[b]: per window, the mean over positions of KL(P || Q) in bits; P from ``reference`` log-probs [b, T, V],
+    Q from ``logits`` [b, T, V]."""
+    q = F.log_softmax(logits.double(), -1)
+    return (reference.exp() * (reference - q)).sum(-1).mean(-1) / math.log(2)
+
+
+@torch.no_grad()
+def window_scores(model, inputs, targets, ablation: Ablation | None = None, reference=None,
+                  batch_size: int = 32) -> dict:
+    """{"bits": [n], "kl": [n]} float64 from one forward pass per batch: ``window_bits`` and ``window_kl`` of the
+    same windows. ``reference``: the intact model's log-probabilities (``intact_logprobs``), computed if None."""
+    inputs = _check_windows(inputs, targets)
+    targets = torch.as_tensor(targets)
+    reference = intact_logprobs(model, inputs, batch_size) if reference is None else torch.as_tensor(reference)
+    if reference.shape[:2] != inputs.shape:
+        raise TinyTFInputError(f"ablation: reference log-probs {list(reference.shape)} do not match the windows "
+                               f"{list(inputs.shape)}")
+    model.eval()
+    bits, kl = [], []
+    for i in range(0, len(inputs), batch_size):
+        x = inputs[i:i + batch_size]
+        logits = model(x) if ablation is None else ablation.run(model, x)
+        ce = F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none")  # [b, T]
+        bits.append(ce.double().mean(-1) / math.log(2))
+        kl.append(_kl_bits(reference[i:i + batch_size], logits))
+    return {"bits": torch.cat(bits), "kl": torch.cat(kl)}
+
+
+@torch.no_grad()
+def window_kl(model, inputs, ablation: Ablation | None = None, reference=None, batch_size: int = 32) -> torch.Tensor:
+    """[n] float64: for each window, the mean over its positions of KL(P || Q) in bits, where P is the intact
+    model's next-token distribution and Q the ablated model's. 0 when nothing is removed. Unlike the change in
+    bits per byte, it does not depend on which byte actually comes next: it measures how far the whole
+    distribution moves."""
+    inputs = _check_windows(inputs)
+    return window_scores(model, inputs, torch.zeros_like(inputs), ablation, reference, batch_size)["kl"]
+
+
 def logprob_change(logits, new_logits) -> torch.Tensor:
     """[...]: for each row of two logit tensors [..., V], the largest absolute change of a log-probability,
     ``max_v |log_softmax(new)_v - log_softmax(old)_v|``. Unlike the largest change of a raw logit, it ignores a
@@ -189,7 +245,8 @@ def logprob_change(logits, new_logits) -> torch.Tensor:
 
 def conditions(model, means: dict | None = None, per_block: bool = True) -> dict:
     """{label: Ablation or None}: "intact"; "attn zero", "attn mean", "ffn zero", "ffn mean" (every block at
-    once); with ``per_block``, also "block {i} attn zero" etc. (one sublayer of one block). ``means`` (from
+    once); with ``per_block``, also "block {i} attn zero" etc. (one sublayer of one block) and "block {i} whole
+    zero" / "block {i} whole mean" (both sublayers of block i: zeroed, the block is the identity). ``means`` (from
     ``site_means`` over every site) is needed for the mean-ablations; without it they are left out."""
     out = {"intact": None}
     n = _n_blocks(model)
@@ -200,6 +257,12 @@ def conditions(model, means: dict | None = None, per_block: bool = True) -> dict
             out[f"{prefix}{sub} zero"] = ZeroAblation(names)
             if means is not None:
                 out[f"{prefix}{sub} mean"] = MeanAblation({s: means[s] for s in names})
+    if per_block:
+        for b in range(n):
+            names = block_sites(model, b)
+            out[f"block {b} whole zero"] = ZeroAblation(names)
+            if means is not None:
+                out[f"block {b} whole mean"] = MeanAblation({s: means[s] for s in names})
     return out
 
 
@@ -217,7 +280,8 @@ def summarise(bits: dict, groups: int) -> dict:
 
 def load_results(path=None) -> dict:
     """The ablation results shipped with the package (scripts/measure_ablation.py wrote them): ``"bits"``
-    {label: [256] per-window bits per byte of text-4l on its held-out windows, for 21 conditions},
+    {label: [256] per-window bits per byte of text-4l on its held-out windows, for 29 conditions}, ``"kl"``
+    {label: [256] per-window mean KL(intact || ablated) in bits, same conditions},
     ``"means"`` {site: [C] mean output over every position of those windows}, ``"groups"`` (the quarters)."""
     path = Path(path) if path is not None else RESULTS_PATH
     try:
