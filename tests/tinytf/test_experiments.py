@@ -130,3 +130,35 @@ def test_gradient_figure_draws_the_measured_numbers():
         layer_profile_figure(profiles, quantities=("loss",))
     with pytest.raises(tinytf.TinyTFInputError):
         layer_profile_figure([])
+
+
+@pytest.mark.parametrize("cfg", [
+    SMALL,  # pre-norm, RMSNorm
+    SMALL.replace(norm_position="post"),  # post-norm
+    tinytf.config_2017(d_model=32, n_heads=4, n_layers=2),  # the 2017 block: post-norm, LayerNorm with beta
+    SMALL.replace(norm_position="sandwich", norm="rms_offset"),  # Gemma: two offset RMSNorms per sublayer
+], ids=["pre-norm", "post-norm", "2017", "sandwich"])
+def test_non_norm_parameters_leave_out_every_norm(cfg):
+    """``_non_norm_parameters`` and ``norms.is_norm`` share one list of norm classes (``norms.NORM_TYPES``):
+    the norms found are exactly the block's own (norm1, norm2, or their pre/post pairs), gains and betas."""
+    from tinytf.lab.experiments import _non_norm_parameters
+    from tinytf.norms import NORM_TYPES, is_norm
+
+    block = _model(cfg).blocks[0]
+    expected = [block.norm1, block.norm2]
+    if cfg.norm_position == "sandwich":
+        expected = [n for pair in expected for n in (pair.pre, pair.post)]
+    assert all(isinstance(n, NORM_TYPES) for n in expected)
+    assert {id(m) for m in block.modules() if is_norm(m)} == {id(n) for n in expected}
+    norm_params = {id(p) for n in expected for p in n.parameters()}
+    kept = _non_norm_parameters(block)
+    assert {id(p) for p in kept} == {id(p) for p in block.parameters()} - norm_params
+    if cfg.norm == "layer" and cfg.bias:
+        assert any(n.bias is not None for n in expected)  # the betas are left out too
+
+
+@pytest.mark.parametrize("norm", ["rms", "layer", "rms_offset"])
+def test_every_norm_make_norm_builds_is_a_norm(norm):
+    from tinytf.norms import is_norm, make_norm
+
+    assert is_norm(make_norm(SMALL.replace(norm=norm)))

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer, check_ids, init_weights
-from ..norms import LayerNorm, OffsetRMSNorm, RMSNorm
+from ..norms import is_norm
 from ..tracing import run_with_trace
 
 
@@ -99,7 +99,7 @@ def measure_layers(model: TinyTransformer, ids, targets, stream=None) -> LayerMe
 
 def _non_norm_parameters(block):
     """The block's parameters except those of its norms (their gains and, for LayerNorm, biases)."""
-    norm_params = {id(p) for m in block.modules() if isinstance(m, (RMSNorm, LayerNorm, OffsetRMSNorm))
+    norm_params = {id(p) for m in block.modules() if is_norm(m)
                    for p in m.parameters()}
     return [p for p in block.parameters() if id(p) not in norm_params]
 
