@@ -58,6 +58,14 @@ class OffsetRMSNorm(nn.Module):
         return self.hook_out(y.type_as(x))
 
 
+NORM_TYPES = (RMSNorm, LayerNorm, OffsetRMSNorm)  # every norm class make_norm can build: "is this a norm?"
+
+
+def is_norm(module: nn.Module) -> bool:
+    """True for a norm module of tinytf (one of ``NORM_TYPES``)."""
+    return isinstance(module, NORM_TYPES)
+
+
 def make_norm(cfg: TinyConfig, d: int | None = None) -> nn.Module:
     """The config's norm over ``d`` features (default d_model; QK-norm and MLA's latents pass their own size)."""
     d = cfg.d_model if d is None else d

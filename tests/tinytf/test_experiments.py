@@ -130,3 +130,65 @@ def test_gradient_figure_draws_the_measured_numbers():
         layer_profile_figure(profiles, quantities=("loss",))
     with pytest.raises(tinytf.TinyTFInputError):
         layer_profile_figure([])
+
+
+@pytest.mark.parametrize("cfg", [
+    SMALL,  # pre-norm, RMSNorm
+    SMALL.replace(norm_position="post"),  # post-norm
+    tinytf.config_2017(d_model=32, n_heads=4, n_layers=2),  # the 2017 block: post-norm, LayerNorm with beta
+    SMALL.replace(norm_position="sandwich", norm="rms_offset"),  # Gemma: two offset RMSNorms per sublayer
+], ids=["pre-norm", "post-norm", "2017", "sandwich"])
+def test_non_norm_parameters_leave_out_every_norm(cfg):
+    """``_non_norm_parameters`` and ``norms.is_norm`` share one list of norm classes (``norms.NORM_TYPES``):
+    the norms found are exactly the block's own (norm1, norm2, or their pre/post pairs), gains and betas."""
+    from tinytf.lab.experiments import _non_norm_parameters
+    from tinytf.norms import NORM_TYPES, is_norm
+
+    block = _model(cfg).blocks[0]
+    expected = [block.norm1, block.norm2]
+    if cfg.norm_position == "sandwich":
+        expected = [n for pair in expected for n in (pair.pre, pair.post)]
+    assert all(isinstance(n, NORM_TYPES) for n in expected)
+    assert {id(m) for m in block.modules() if is_norm(m)} == {id(n) for n in expected}
+    norm_params = {id(p) for n in expected for p in n.parameters()}
+    kept = _non_norm_parameters(block)
+    assert {id(p) for p in kept} == {id(p) for p in block.parameters()} - norm_params
+    if cfg.norm == "layer" and cfg.bias:
+        assert any(n.bias is not None for n in expected)  # the betas are left out too
+
+
+@pytest.mark.parametrize("norm", ["rms", "layer", "rms_offset"])
+def test_every_norm_make_norm_builds_is_a_norm(norm):
+    from tinytf.norms import is_norm, make_norm
+
+    assert is_norm(make_norm(SMALL.replace(norm=norm)))
+
+
+@pytest.mark.parametrize("value, seeds, spec, printed", [
+    (1.27, [1.2, 1.4], ".2f", "1.3"),  # the seeds disagree in the first decimal
+    (1.45, [1.42, 1.48], ".2f", "1.45"),
+    (1.0001, [1.0000, 1.0002], ".2f", "1.00"),  # never more decimals than the format gives
+    (14.1, [12.0, 17.0], "#.3g", "14"),
+    (107.0, [80.0, 140.0], "#.3g", "110"),
+    (0.0193, [0.0186, 0.0201], "#.3g", "0.019"),
+    (0.0193, [0.01930, 0.01931], "#.3g", "0.0193"),  # at most 3 significant digits
+    (2.0, [0.5, 9.0], "#.3g", "2"),  # at least 1
+    (0.859, [0.80, 0.90], ".3f", "0.9"),
+    (1.27, [1.27], ".2f", "1.27"),  # one seed: no spread to go by, the format's own digits
+    (107.0, [107.0], "#.3g", "107"),
+])
+def test_values_without_their_range_are_rounded_to_the_seeds(value, seeds, spec, printed):
+    from tinytf.lab.experiments import round_to_seeds
+
+    assert round_to_seeds(value, seeds, spec) == printed
+
+
+def test_table_rounds_only_values_printed_without_their_range():
+    profile = ex.layer_profile(SMALL, seeds=(0, 1, 2), batch=2, seq_len=4)
+    with_range = ex.format_profiles([profile], columns=("grad_ratio", "ratio_spread")).splitlines()[-1]
+    assert f"{profile.grad_ratio:#.3g}".rstrip(".") in with_range
+    alone = ex.format_profiles([profile], columns=("grad_ratio",)).splitlines()[-1]
+    seeds = [r.grad_norm[0] / r.grad_norm[-1] for r in profile.per_seed]
+    from tinytf.lab.experiments import round_to_seeds
+
+    assert alone.split()[-1] == round_to_seeds(profile.grad_ratio, seeds, "#.3g")

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer, check_ids, init_weights
-from ..norms import LayerNorm, OffsetRMSNorm, RMSNorm
+from ..norms import is_norm
 from ..tracing import run_with_trace
 
 
@@ -99,7 +99,7 @@ def measure_layers(model: TinyTransformer, ids, targets, stream=None) -> LayerMe
 
 def _non_norm_parameters(block):
     """The block's parameters except those of its norms (their gains and, for LayerNorm, biases)."""
-    norm_params = {id(p) for m in block.modules() if isinstance(m, (RMSNorm, LayerNorm, OffsetRMSNorm))
+    norm_params = {id(p) for m in block.modules() if is_norm(m)
                    for p in m.parameters()}
     return [p for p in block.parameters() if id(p) not in norm_params]
 
@@ -308,11 +308,50 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format[, the same value f
 }
 
 
+SEED_VALUES = {  # column: each seed's own value of it (a LayerMeasurement r of p.per_seed; p: the profile)
+    "grad_first": lambda p, r: r.grad_norm[0],
+    "grad_last": lambda p, r: r.grad_norm[-1],
+    "grad_ratio": lambda p, r: r.grad_norm[0] / r.grad_norm[-1],
+    "per_layer": lambda p, r: (r.grad_norm[0] / r.grad_norm[-1]) ** (1.0 / max(p.depth - 1, 1)),
+    "rms_first": lambda p, r: r.activation_rms[0],
+    "rms_last": lambda p, r: r.activation_rms[-1],
+    "similarity_last": lambda p, r: r.token_similarity[-1],
+}
+RANGE_OF = {"grad_ratio": "ratio_spread", "per_layer": "per_layer_range"}  # a value's seed-range column
+
+
+def round_to_seeds(value: float, seed_values, spec: str = "#.3g") -> str:
+    """``value`` printed to what its seeds support: its last digit is the first one the seeds' own values
+    (``seed_values``) disagree on, the leading digit of their range (1.27 with seeds from 1.2 to 1.4 prints 1.3);
+    never more digits than ``spec`` gives (``"#.3g"``: a size, 3 significant digits, and at least 1; ``".2f"``:
+    at most 2 decimals). With no spread to go by (one seed) ``value`` is printed as ``spec`` says."""
+    seed_values = list(seed_values)
+    width = max(seed_values) - min(seed_values) if len(seed_values) > 1 else 0.0
+    decimals = -math.floor(math.log10(width)) if width > 0 and math.isfinite(width) else None
+    if spec.startswith("#"):  # a size: 3 significant digits at most, 1 at least
+        if decimals is None or not (value > 0 and math.isfinite(value)):
+            return _format_value(value, spec, False)
+        lead = math.floor(math.log10(value))
+        decimals = max(min(decimals, 2 - lead), -lead)
+    else:  # a fixed number of decimals (".2f", ".3f"): at most those
+        if decimals is None or not math.isfinite(value):
+            return _format_value(value, spec, False)
+        decimals = max(min(decimals, int(spec[1:-1])), 0)
+    if decimals > 0:
+        return f"{value:.{decimals}f}"
+    return f"{round(value, decimals):.0f}"
+
+
 def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", "per_layer", "rms_first", "rms_last"),
                     title: str | None = None, float64: bool = False, legend: bool = True) -> str:
     """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first block
     (block 0, as in the trace names) and of the last block, their ratio, its seed range, the per-layer factor, the activation
     RMS leaving the first and last block, and the similarity between positions after the last block.
+
+    A value printed beside its seed range (first/last with ``ratio_spread``, the per-layer factor with
+    ``per_layer_range``) keeps 3 significant digits (2 decimals for a factor), and the range gives its precision. Any
+    other value of a reproducible row is rounded to what its seeds support: its last digit is the first one on which
+    the seeds' own values disagree (1.27 with seeds from 1.2 to 1.4 prints 1.3; see ``round_to_seeds``).
 
     An ill-conditioned row (``LayerProfile.ill_conditioned``) shows what survives of its float32 run, marked
     "~"; with ``float64=True`` it shows instead every value of its float64 run (same weights and inputs), marked
@@ -340,7 +379,7 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
         else:
             if p.ill_conditioned:
                 marked.add("~")
-            cells = [_format_value(COLUMNS[c][1](p), COLUMNS[c][2], p.ill_conditioned, _reference(c, p)) for c in columns]
+            cells = [_cell(c, p, columns) for c in columns]
         lines.append(f"{p.label:<{width}}" + "".join(f"  {cell:>{w}}" for cell, w in zip(cells, widths)))
     if not legend:
         marked = set()
@@ -352,6 +391,15 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
         coarse = ", or to 1 and no seed range (—)" if "—" in marked else ""
         lines.append(f"† ill-conditioned row: float64 values, sizes to 2 significant digits{coarse}")
     return "\n".join(lines)
+
+
+def _cell(column: str, p: LayerProfile, columns) -> str:
+    """One value of a row that shows its float32 run: a value without its seed range in the table is rounded to
+    what its seeds support (``round_to_seeds``), any other as ``_format_value`` does."""
+    value, spec = COLUMNS[column][1](p), COLUMNS[column][2]
+    if not p.ill_conditioned and column in SEED_VALUES and RANGE_OF.get(column) not in columns:
+        return round_to_seeds(value, [SEED_VALUES[column](p, r) for r in p.per_seed], spec)
+    return _format_value(value, spec, p.ill_conditioned, _reference(column, p))
 
 
 def _format_float64(value, spec: str, coarse: bool = False) -> str:

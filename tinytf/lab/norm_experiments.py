@@ -28,11 +28,10 @@ from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..hooks import Hook
 from ..models import TinyTransformer, init_weights
-from ..norms import LayerNorm, OffsetRMSNorm, RMSNorm
+from ..norms import LayerNorm, RMSNorm, is_norm
 from .experiments import measure_layers, one_thread
 
 NORM_CHOICES = ("none", "layer", "rms")
-_NORM_TYPES = (RMSNorm, LayerNorm, OffsetRMSNorm)
 
 
 class NoNorm(nn.Module):
@@ -51,7 +50,7 @@ def _replace(model: nn.Module, make) -> nn.Module:
     """Replace, in place, every norm module ``m`` of ``model`` by ``make(m)``; return ``model``."""
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if isinstance(child, _NORM_TYPES):
+            if is_norm(child):
                 setattr(parent, name, make(child))
     return model
 
@@ -230,7 +229,7 @@ def mean_shares(model: nn.Module, ids) -> dict:
     vectors of C independent features), and ``"rms"``, RMS(x), the size of what the norm receives."""
     found, handles = {}, []
     for name, module in model.named_modules():
-        if isinstance(module, _NORM_TYPES):
+        if is_norm(module):
             def hook(_module, inputs, _output, name=name):
                 x = inputs[0].float()
                 rms = x.pow(2).mean(-1).sqrt().clamp_min(1e-12)
