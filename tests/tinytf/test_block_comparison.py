@@ -388,6 +388,9 @@ def test_cells_summaries_and_tables():
     assert bc.summarise(r, {"A": (16, 0.1), "B": (16, 0.01)})["A"]["eval_loss"]["diverged"] == 1
     table = bc.summary_table(r)
     assert "2.50 ± 1.00" in table and "0.1*" in table and "50 (50-50)" in table
+    labelled = bc.summary_table(r, labels={"A": "A (the first)"}).splitlines()  # a printed name for A only
+    assert labelled[2].startswith("A (the first) ") and labelled[3].startswith("B ")
+    assert [line.split()[-6:] for line in labelled[2:]] == [line.split()[-6:] for line in table.splitlines()[2:]]
     grid = bc.grid_table(r)
     assert "2.50 ± 1.00 <" in grid and "0.10 ± 0.00!" in grid
     assert bc.paired_differences(r, "A", "B") == [(0, 0.5), (1, 1.0), (2, 1.5)]

@@ -102,3 +102,35 @@ def test_scores_per_text_takes_byte_id_windows_as_well_as_text():
     for key, scores in from_text.items():
         for p in H.PATTERNS:
             assert torch.allclose(scores[p], from_ids[key][p])
+
+
+def test_anti_diagonal_summary_matches_one_example_at_a_time():
+    name = "reversal-2l"
+    model = tinytf.pretrained(name)
+    s = hs.anti_diagonal_summary(model, name, n_samples=10)
+    assert s["n"] == 10 and s["lengths"] == [4, 5, 6, 7, 8, 9, 10, 11, 12, 4]  # cycles through the range 4..12
+    per_head = []
+    for seed, length in zip(range(1, 11), s["lengths"]):  # the same numbers, one example at a time
+        sample = tinytf.pretrained.sample_input(name, seed=seed, length=length)
+        with torch.no_grad():
+            _, tr = model.run_with_trace(sample.src, sample.tgt)
+        per_head.append(T.cell_mass(tr["decoder.blocks.1.cross_attn.weights"], T.anti_diagonal_cells(length)))
+    per_head = torch.stack(per_head).double()  # [10, H]
+    for h in range(per_head.shape[1]):
+        assert math.isclose(s["heads"][1][h].mean, float(per_head[:, h].mean()), rel_tol=1e-6)
+    assert math.isclose(s["mean"][1].mean, float(per_head.mean()), rel_tol=1e-6)
+    share = 1 / (torch.tensor(s["lengths"], dtype=torch.float64) + 1)
+    assert math.isclose(s["uniform_multiple"][1].mean, float((per_head.mean(-1) / share).mean()), rel_tol=1e-6)
+    lo, hi = s["mean_range"][1]
+    assert lo <= s["mean"][1].mean <= hi
+    text = hs.format_anti_diagonal({"trained": s})
+    assert text.splitlines()[0].split()[:3] == ["model", "layer", "head"] and "x uniform share" in text
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.anti_diagonal_summary(model, name, n_samples=1)
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.anti_diagonal_summary(model, "induction-2l", n_samples=4)
+
+
+def test_anti_diagonal_summary_of_an_untrained_model_is_near_uniform():
+    s = hs.anti_diagonal_summary(tinytf.pretrained.untrained("reversal-2l"), n_samples=18)
+    assert all(abs(m.mean - 1) < 0.05 for m in s["uniform_multiple"])

@@ -35,3 +35,31 @@ def test_format_means_and_paired_table():
     assert len(table) == 2 and "4 of 4" in table[1] and "0.12" in table[1] and "+0.450" in table[1]
     tiny = wb.paired_table({"b": dict(d=d, q1=0.3, q3=0.6, worse=4, p=1e-12)})
     assert "< 1e-09" in tiny
+
+
+def _format_means_before_spread(per_window: dict) -> str:
+    """format_means as it was before it took its standard error from head_stats.Spread (the reference)."""
+    lines = [f"{'variant':33} {'bits per byte':>13} {'standard error':>15}"]
+    for name, b in per_window.items():
+        se = float(b.std() / math.sqrt(len(b)))
+        dec = max(0, -math.floor(math.log10(se)) - 1)
+        se_place = -math.floor(math.log10(se))
+        lines.append(f"{name:33} {b.mean():13.{dec}f} {round(se, se_place):15.{max(0, se_place)}f}")
+    lines.append(f"{'uniform guess over 256 bytes':33} {math.log2(256):13.0f}")
+    return "\n".join(lines)
+
+
+def test_format_means_prints_what_it_printed_before_using_spread():
+    per = {"a": torch.tensor([1.0, 1.2, 0.8, 1.0], dtype=torch.float64),
+           "b": torch.tensor([1.5, 1.9, 1.1, 1.3], dtype=torch.float64)}
+    assert wb.format_means(per) == (
+        "variant                           bits per byte  standard error\n"
+        "a                                           1.0            0.08\n"
+        "b                                             1             0.2\n"
+        "uniform guess over 256 bytes                  8")
+    gen = torch.Generator().manual_seed(0)
+    for scale in (0.01, 0.4, 5.0, 300.0):  # standard errors from thousandths to hundreds, as in chapter 3
+        for n in (4, 32, 64):
+            per = {f"x{k}": (2 + scale * torch.randn(n, generator=gen, dtype=torch.float64)).abs()
+                   for k in range(3)}
+            assert wb.format_means(per) == _format_means_before_spread(per)

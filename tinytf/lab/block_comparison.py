@@ -532,11 +532,13 @@ def _pm(st: dict, digits: int = 2) -> str:
     return f"{st['mean']:.{digits}f} ± {st['std']:.{digits}f}"
 
 
-def summary_table(results: dict, choice="best", warmup: int | None = None) -> str:
+def summary_table(results: dict, choice="best", warmup: int | None = None, labels: dict | None = None) -> str:
     """Plain text, one row per variant at its chosen cell: warm-up W, lr ('*' at an edge of the grid),
     parameters, evaluation loss mean ± std (min .. max) over seeds, token accuracy and exact match (mean and
-    range, in %)."""
-    s = summarise(results, choice, warmup)
+    range, in %). ``labels``: {variant: the name to print} for some variants, e.g. {"2026": "2026 (Llama-3-style)"};
+    the others print their own name."""
+    labels = labels or {}
+    s = {labels.get(name, name): st for name, st in summarise(results, choice, warmup).items()}
     w = max(7, *(len(n) for n in s))
     head = (f"{'variant':<{w}} {'W':>4} {'lr':>6} {'params':>8}  {'eval loss':>12} {'(min .. max)':>14}  "
             f"{'token acc %':>13}  {'exact match %':>15}")

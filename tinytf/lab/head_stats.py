@@ -1,6 +1,6 @@
 """Head measurements over many inputs, with their spread (chapter 2).
 
-One input is one data point. These helpers repeat the measurements of chapter 2 over many inputs and report
+One input is one data point. These helpers repeat the measurements of chapters 2 and 8 over many inputs and report
 a mean and a spread, so that a number printed in the book is a measurement and not an anecdote:
 
     s = induction_summary(model, "induction-2l", n_samples=100)   # 100 fresh letter strings
@@ -20,6 +20,7 @@ import torch
 from ..errors import TinyTFInputError
 from . import heads as H
 from . import pretrained as P
+from . import tasks as T
 from . import train as TR
 
 
@@ -76,6 +77,68 @@ def induction_summary(model, name: str, n_samples: int = 100, first_seed: int = 
     per_sample = right.sum(-1).double() / known.sum(-1).double()
     return {"previous": spread(previous), "induction": spread(induction), "accuracy": spread(per_sample),
             "correct": int(right.sum()), "total": int(known.sum())}
+
+
+@torch.no_grad()
+def anti_diagonal_summary(model, name: str = "reversal-2l", n_samples: int = 180, first_seed: int = 1) -> dict:
+    """Run the encoder-decoder ``model`` on ``n_samples`` fresh examples ``tinytf.pretrained.sample_input(name,
+    seed, length)`` (seeds first_seed, first_seed + 1, ...; the lengths cycle through the checkpoint's range, so
+    every length gets the same number when ``n_samples`` is a multiple of the range's size) and measure, per
+    example, each cross-attention head's mean weight on the anti-diagonal cells (target j, source L-1-j), as
+    ``tinytf.tasks.cell_mass`` does, and that weight divided by the uniform share 1/S (S = L + 1 source positions).
+
+    Returns {"heads": [[Spread per head] per layer], "mean": [Spread of the mean of the heads, per layer],
+    "mean_range": [(5%, 95%) of that mean over the examples, per layer], "uniform_multiple": [Spread per layer],
+    "uniform_multiple_range": [(5%, 95%) per layer], "lengths": [L per example], "n": n_samples}."""
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
+        raise TinyTFInputError(f"anti_diagonal_summary: n_samples must be an int >= 2, got {n_samples!r}")
+    task = P.info(name).get("task", {})
+    if task.get("name") != "reversal":
+        raise TinyTFInputError(f"anti_diagonal_summary: {name!r} is not a reversal checkpoint")
+    lo, hi = task["min_length"], task["max_length"]
+    n_layers = len(model.decoder.blocks)
+    lengths = [lo + s % (hi - lo + 1) for s in range(n_samples)]
+    w = torch.zeros(n_samples, n_layers, model.config.n_heads, dtype=torch.float64)  # [N, layers, H]
+    for length in sorted(set(lengths)):  # one batch per length: the examples of a length share one shape
+        idx = [s for s in range(n_samples) if lengths[s] == length]
+        samples = [P.sample_input(name, seed=first_seed + s, length=length) for s in idx]
+        _, trace = model.run_with_trace(torch.stack([x.src for x in samples]), torch.stack([x.tgt for x in samples]),
+                                        names="decoder.blocks.*.cross_attn.weights")
+        q, k = zip(*T.anti_diagonal_cells(length))
+        for i in range(n_layers):  # each example's mean over its cells, as tasks.cell_mass computes it for one
+            w[idx, i] = trace[f"decoder.blocks.{i}.cross_attn.weights"][:, :, list(q), list(k)].double().mean(-1)
+    share = 1.0 / (torch.tensor(lengths, dtype=torch.float64) + 1)  # [N]: the uniform share 1/S
+    mean = w.mean(-1)  # [N, layers]
+    multiple = mean / share[:, None]
+    q = torch.tensor([0.05, 0.95], dtype=torch.float64)
+
+    def ranges(x):
+        return [tuple(torch.quantile(x[:, i], q).tolist()) for i in range(n_layers)]
+
+    return {"heads": [[spread(w[:, i, h]) for h in range(w.shape[2])] for i in range(n_layers)],
+            "mean": [spread(mean[:, i]) for i in range(n_layers)], "mean_range": ranges(mean),
+            "uniform_multiple": [spread(multiple[:, i]) for i in range(n_layers)],
+            "uniform_multiple_range": ranges(multiple), "lengths": lengths, "n": n_samples}
+
+
+def format_anti_diagonal(summaries: dict) -> str:
+    """``{model name: anti_diagonal_summary}`` as two plain-text tables: each head's mean weight on the
+    anti-diagonal ± its standard error; then, per layer, the mean of the heads ± its standard error with the
+    5%-95% range over the examples, and the same as a multiple of the uniform share 1/S."""
+    first = next(iter(summaries.values()))
+    n_heads = len(first["heads"][0])
+    lines = [f"{'model':10} {'layer':>5}" + "".join(f"{'head ' + str(h):>15}" for h in range(n_heads))]
+    for name, s in summaries.items():
+        for i, row in enumerate(s["heads"]):
+            lines.append(f"{name:10} {i:>5}" + "".join(f"{c.mean:.3f} ± {c.sem:.3f}".rjust(15) for c in row))
+    lines += ["", f"{'model':10} {'layer':>5} {'mean of the heads':>18} {'5%-95% of examples':>19}"
+                  f" {'x uniform share':>16} {'5%-95% of examples':>19}"]
+    for name, s in summaries.items():
+        for i, (m, r, u, ur) in enumerate(zip(s["mean"], s["mean_range"], s["uniform_multiple"],
+                                              s["uniform_multiple_range"])):
+            lines.append(f"{name:10} {i:>5} {f'{m.mean:.3f} ± {m.sem:.3f}':>18} {f'{r[0]:.2f} to {r[1]:.2f}':>19}"
+                         f" {f'{u.mean:.2f} ± {u.sem:.2f}':>16} {f'{ur[0]:.1f} to {ur[1]:.1f}':>19}")
+    return "\n".join(lines)
 
 
 def seen_in_training(name: str = "induction-2l", n_samples: int = 100, first_seed: int = 1,

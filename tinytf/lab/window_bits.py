@@ -53,10 +53,10 @@ def format_means(per_window: dict) -> str:
     place in which the standard error is under one unit: 0.07 gives one decimal), then a uniform guess's 8."""
     lines = [f"{'variant':33} {'bits per byte':>13} {'standard error':>15}"]
     for name, b in per_window.items():
-        se = float(b.std() / math.sqrt(len(b)))  # standard error of the mean over the windows
-        dec = max(0, -math.floor(math.log10(se)) - 1)
-        se_place = -math.floor(math.log10(se))  # the standard error to one significant figure
-        lines.append(f"{name:33} {b.mean():13.{dec}f} {round(se, se_place):15.{max(0, se_place)}f}")
+        s = spread(b)  # mean over the windows; s.sem its standard error
+        dec = max(0, -math.floor(math.log10(s.sem)) - 1)
+        se_place = -math.floor(math.log10(s.sem))  # the standard error to one significant figure
+        lines.append(f"{name:33} {s.mean:13.{dec}f} {round(s.sem, se_place):15.{max(0, se_place)}f}")
     lines.append(f"{'uniform guess over 256 bytes':33} {math.log2(256):13.0f}")
     return "\n".join(lines)
 
