@@ -45,6 +45,35 @@ def test_linear_interpolation_gives_position_f_t_the_angles_of_t():
         C.interpolated(model, 2, "ntk")
 
 
+def test_attention_entropy_and_yarn_temperature():
+    model = small_model()
+    data = torch.randint(0, 256, (2000,), generator=torch.Generator().manual_seed(0), dtype=torch.long).to(torch.uint8)
+    inputs, targets = textdata.eval_windows(data, 5, 16)
+    bands = ((0, 4), (8, 16))
+    r = C.attention_entropy(model, inputs, targets, bands, batch_size=2)
+    assert r["entropy"].shape == r["bpb"].shape == (5, 2)
+    # the bits per byte of a band are those of bits_by_position over the same windows
+    bits = C.bits_by_position(model, data, n_windows=5, seq_len=16)
+    assert r["bpb"].mean(0).tolist() == pytest.approx([float(bits[:4].mean()), float(bits[8:].mean())], abs=1e-5)
+    # scores multiplied by 0: uniform weights over the t + 1 keys a query at position t reads, log2(t + 1) bits
+    flat = C.attention_entropy(model, inputs, targets, bands, logit_scale=0.0)["entropy"]
+    uniform = [float(torch.log2(torch.arange(a, b, dtype=torch.float64) + 1).mean()) for a, b in bands]
+    assert torch.allclose(flat, torch.tensor([uniform] * 5, dtype=torch.float64), atol=1e-5)
+    # a sharper softmax (YaRN's factor > 1) lowers the entropy
+    assert C.yarn_logit_scale(4) == pytest.approx((0.1 * math.log(4) + 1) ** 2) and C.yarn_logit_scale(1) == 1
+    sharp = C.attention_entropy(model, inputs, targets, bands, logit_scale=C.yarn_logit_scale(4))["entropy"]
+    assert bool((sharp < r["entropy"]).all())
+    # YaRN as configured = its frequencies alone with every attention logit multiplied by the factor
+    long_inputs, long_targets = textdata.eval_windows(data, 4, 64)
+    yarn, alone = C.interpolated(model, 4, "yarn"), C.interpolated(model, 4, "yarn", temperature=False)
+    assert alone.config.rope_scaling.attention_factor == 1.0 and yarn.config.rope_scaling.attention_factor is None
+    a = C.attention_entropy(yarn, long_inputs, long_targets, ((0, 16), (48, 64)))
+    b = C.attention_entropy(alone, long_inputs, long_targets, ((0, 16), (48, 64)), logit_scale=C.yarn_logit_scale(4))
+    assert torch.allclose(a["entropy"], b["entropy"], atol=1e-4) and torch.allclose(a["bpb"], b["bpb"], atol=1e-4)
+    with pytest.raises(TinyTFInputError, match="bands"):
+        C.attention_entropy(model, inputs, targets, ((0, 32),))
+
+
 def test_rope_angle_table_wavelengths():
     cfg = TinyConfig(d_model=192, n_heads=6)  # d_head 32: 16 pairs
     rows = C.rope_angle_table(cfg, [0, 128, 512])

@@ -104,6 +104,8 @@ def test_readings_print_what_the_prose_refers_to():
     assert "cached 1.0 → 0.90 (about −10 %, beyond the spread: the two IQRs do not overlap); naive 2.0 → 4.0" in text
     assert "The naive line climbs; the cached one falls less;" in text
     assert "times as much" not in text
+    st.seconds["cached"] = [[1e-3, 1e-3, 1.2e-3, 1.2e-3]] * 2  # 1.2 / 4.0 = 0.30: the trailing zero is printed
+    assert "In the last quarter a cached step takes 0.30 of a naive step's time" in st.reading((10, 12), (20, 22), "token")
     st.seconds["cached"] = [[1e-3, 1e-3, 3e-3, 3e-3]] * 2
     assert "The naive line changes no more than the cached one" in st.reading((10, 12), (20, 22), "token")
     cfg = TinyConfig(n_layers=1, d_model=32, n_heads=2, d_ff=64)

@@ -13,6 +13,9 @@ chapter 11 loads:
     results = load_results()
     results["bpb_by_position"]["1"]  # 512 numbers: bits per byte at positions 0..511, as shipped
     results["bpb_by_position"]["linear 4"]  # the same with every RoPE frequency divided by 4
+
+``attention_entropy`` measures, per window, how spread each query's attention is (in bits) and the bits per byte,
+with every attention score optionally multiplied by YaRN's temperature (``yarn_logit_scale``).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import torch.nn.functional as F
 from ..config import RopeScaling
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer
+from ..positions import yarn_mscale
 from . import pretrained, textdata
 
 RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "text-4l-context.json"
@@ -61,12 +65,13 @@ def band_means(bits, bands=BANDS) -> dict:
     return {f"{a}-{b}": float(bits[a:b].mean()) for a, b in bands if b <= len(bits)}
 
 
-def interpolated(model, factor: float, kind: str = "linear", max_seq_len=None):
+def interpolated(model, factor: float, kind: str = "linear", max_seq_len=None, temperature: bool = True):
     """A copy of a RoPE ``model`` with its positions rescaled by ``factor``, declared ``max_seq_len`` = factor x
     the original (or ``max_seq_len``). ``kind="linear"``: position interpolation, every rotation frequency
     divided by ``factor`` (``RopeScaling("linear", factor)``); ``kind="yarn"``: YaRN's frequencies with the
     original length = the model's max_seq_len (fast pairs kept, slow ones interpolated, a ramp between, and
-    its attention factor). The weights are the same values; nothing is trained."""
+    its attention factor; ``temperature=False`` leaves the factor out: the frequencies alone). The weights are
+    the same values; nothing is trained."""
     cfg = model.config
     if cfg.pos != "rope":
         raise TinyTFInputError(f"interpolated: position interpolation rescales RoPE; this model uses pos={cfg.pos!r}")
@@ -76,12 +81,51 @@ def interpolated(model, factor: float, kind: str = "linear", max_seq_len=None):
     if kind not in ("linear", "yarn"):
         raise TinyTFInputError(f"interpolated: kind must be 'linear' or 'yarn', got {kind!r}")
     scaling = (RopeScaling("linear", float(factor)) if kind == "linear"
-               else RopeScaling("yarn", float(factor), original_max_seq_len=cfg.max_seq_len))
+               else RopeScaling("yarn", float(factor), original_max_seq_len=cfg.max_seq_len,
+                                attention_factor=None if temperature else 1.0))
     new_cfg = cfg.replace(rope_scaling=scaling, max_seq_len=new_len)
     with torch.random.fork_rng(devices=[]):
         out = TinyTransformer(new_cfg)
     out.load_state_dict(model.state_dict())
     return out.eval()
+
+
+def yarn_logit_scale(factor: float) -> float:
+    """YaRN's attention temperature as a multiplier of the attention logits: 1 / t = (0.1 ln s + 1)^2 (Peng et
+    al., eq. 22, for LLaMA; 1 for s <= 1). YaRN applies it by scaling the query and the key each by 0.1 ln s + 1."""
+    return yarn_mscale(factor) ** 2
+
+
+@torch.no_grad()
+def attention_entropy(model, inputs: torch.Tensor, targets: torch.Tensor, bands, logit_scale: float = 1.0,
+                      batch_size: int = 8) -> dict:
+    """Per window, for each band of query positions [start, end): the attention entropy in bits,
+    -sum_j w_j log2 w_j over the keys a query reads, averaged over every block, head and query of the band
+    (``"entropy"``, [n, len(bands)] float64), and the bits per byte of the predictions made there (``"bpb"``, the
+    same shape). ``inputs``, ``targets``: [n, T] from ``textdata.eval_windows``. ``logit_scale`` multiplies every
+    attention score before the softmax (``yarn_logit_scale(s)``: YaRN's temperature), in every block."""
+    cfg = model.config
+    if not all(0 <= a < b <= inputs.shape[1] for a, b in bands):
+        raise TinyTFInputError(f"attention_entropy: bands {bands} must lie within the {inputs.shape[1]} positions")
+    patches = None if logit_scale == 1 else {f"blocks.{i}.attn.scores": (lambda s: s * logit_scale)
+                                               for i in range(cfg.n_layers)}
+    was_training = model.training
+    model.eval()
+    entropy = torch.zeros(len(inputs), len(bands), dtype=torch.float64)
+    bpb = torch.zeros_like(entropy)
+    try:
+        for i in range(0, len(inputs), batch_size):
+            logits, trace = model.run_with_trace(inputs[i:i + batch_size], names=["blocks.*.attn.weights"],
+                                                 patches=patches)
+            nats = F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none")  # [b, T]
+            w = torch.stack([trace[f"blocks.{j}.attn.weights"] for j in range(cfg.n_layers)], 1)  # [b, L, H, T, S]
+            bits = -(w * torch.log2(w.clamp_min(1e-30))).sum(-1)  # [b, L, H, T]; a weight of 0 adds 0
+            for k, (a, b) in enumerate(bands):
+                entropy[i:i + batch_size, k] = bits[..., a:b].double().mean((1, 2, 3))
+                bpb[i:i + batch_size, k] = nats[:, a:b].double().mean(1) / math.log(2)
+    finally:
+        model.train(was_training)
+    return {"entropy": entropy, "bpb": bpb}
 
 
 def rope_angle_table(cfg, positions, factor: float = 1.0) -> list:

@@ -286,7 +286,8 @@ class StepTimes:
         timings are) only where the change exceeds the spread of the step times (the two bands' IQRs do not
         overlap; otherwise the change is reported as within the spread, not as a percentage); how the two lines
         compare and how the ratio naive / cached changes; and what fraction of a naive step the cached step
-        takes in the last band (the median of the per-repeat ratios cached / naive)."""
+        takes in the last band (the median of the per-repeat ratios cached / naive), to two significant digits with
+        a trailing zero kept (0.30, not 0.3)."""
         cs = [self.band("cached", *b).scaled(1e3) for b in (first, last)]
         ns = [self.band("naive", *b).scaled(1e3) for b in (first, last)]
         (c0, c1), (n0, n1) = cs, ns
@@ -312,8 +313,8 @@ class StepTimes:
                           f"{'rises' if pc > 0 else 'falls'} less"))
         grows = "grows" if r1.median > r0.median else "does not grow"
         compare += f"; the ratio naive / cached {grows}, from {r0.median_str()} to {r1.median_str()}."
-        frac = (f"In the {names[1]} a cached step takes {two_digits(self.fraction(*last).median)} of a naive "
-                f"step's time (median over the repeats).")
+        share = two_digits(self.fraction(*last).median, keep_zeros=True)
+        frac = f"In the {names[1]} a cached step takes {share} of a naive step's time (median over the repeats)."
         return "\n".join((text, compare, frac))
 
 
