@@ -149,7 +149,7 @@ def test_chinese_render_of_a_committed_figure(catalogue):
     assert re.search(r'id="(tinytf-[0-9a-f]+)"', en).group(1) == re.search(r'id="(tinytf-[0-9a-f]+)"', zh).group(1)
     got = _spec_of(zh)
     title = _title(got)
-    assert title.startswith("<b>层 0 的因果自注意力：每个查询读取哪个键</b><br>"), title
+    assert title.startswith("<b>块 0 的因果自注意力：每个查询读取哪个键</b><br>"), title
     axes = [v["title"]["text"] for k, v in got["layout"].items() if k.startswith(("xaxis", "yaxis")) and
             isinstance(v, dict) and isinstance(v.get("title"), dict) and v["title"].get("text")]
     assert axes and all(CJK.search(a) for a in axes), axes
