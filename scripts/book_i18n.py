@@ -23,7 +23,9 @@ Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_ME
   visitor is replaced by one that translates), the sphinx-book-theme templates' fixed attributes
   (``TEMPLATE_ATTRIBUTES``, replaced in the written pages), and the API page's title (``API_TITLE_ZH``, in the
   sidebar, the next/previous links and the ``<title>``). sphinx-book-theme's own domain reads
-  ``booktheme.po`` first (``booktheme_catalogue``: the launch buttons; 打印为 PDF instead of the theme's 列印成 PDF).
+  ``booktheme.po`` first (``booktheme_catalogue``: the launch buttons; 打印为 PDF instead of the theme's 列印成 PDF);
+  the launch buttons' tooltips, which the theme glues together ("Launch on" + " Binder"), are rewritten in the
+  written pages as whole phrases (``launch_titles_zh``: 在 Binder 中启动, 在 Colab 中启动).
   The search field's placeholder is ``search_bar_text`` of the Chinese config (scripts/build_book.py).
 * **The Chinese search index in seconds, not minutes.** Sphinx's Chinese search language
   (``sphinx.search.zh.SearchChinese``) keeps every Latin word it has split in a class-level *list* and tests each
@@ -55,6 +57,11 @@ API_TITLE_ZH = "API 参考"  # the API page's title in the Chinese edition (its 
 # locales/zh_CN/LC_MESSAGES/sphinx.po
 TEMPLATE_ATTRIBUTES = (("title", "Toggle primary sidebar"), ("title", "Toggle secondary sidebar"),
                        ("aria-label", "Main"), ("aria-label", "Page"))
+
+# the launch buttons' tooltips: sphinx-book-theme writes translation("Launch on") + " Binder", which no word order
+# of Chinese can translate (启动于 Binder); the Chinese pages get the whole phrase instead (chinese_index)
+LAUNCH_TITLE = re.compile(r'title="(?:Launch on|启动于) (Binder|Colab|JupyterHub|Deepnote)"')
+LAUNCH_TITLE_ZH = 'title="在 {} 中启动"'
 
 # what Markdown reads as the start of a block other than a paragraph: "3. ", "3) ", "- ", "+ ", "* ", "# ", "> "
 BLOCK_START = re.compile(r"^(\s*)(\d{1,9}(?=[.)](?:\s|$))|[-+*#>](?=\s|$))")
@@ -214,9 +221,15 @@ def sidebar_captions(app: Sphinx) -> dict:
     return out
 
 
+def launch_titles_zh(html_text: str) -> str:
+    """The launch buttons' tooltips as whole Chinese phrases: title="启动于 Binder" -> title="在 Binder 中启动"."""
+    return LAUNCH_TITLE.sub(lambda m: LAUNCH_TITLE_ZH.format(m.group(1)), html_text)
+
+
 def chinese_index(app: Sphinx, exception) -> None:
     """After book_offline.write_index: the Chinese edition's forward page in Chinese, and the sidebar's part
-    captions and the theme templates' fixed attributes (TEMPLATE_ATTRIBUTES) translated on every page."""
+    captions, the theme templates' fixed attributes (TEMPLATE_ATTRIBUTES) and the launch tooltips translated on every
+    page."""
     if exception is not None or app.builder.format != "html" or not is_chinese(app.config):
         return
     captions = sidebar_captions(app)
@@ -228,6 +241,7 @@ def chinese_index(app: Sphinx, exception) -> None:
             new = new.replace(f'<span class="caption-text">{english}</span>', f'<span class="caption-text">{chinese}</span>')
         for english, chinese in attributes.items():
             new = new.replace(english, chinese)
+        new = launch_titles_zh(new)
         if new != text:
             page.write_text(new, encoding="utf-8")
     index = Path(app.outdir) / "index.html"
