@@ -8,6 +8,9 @@ Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_ME
   list* starting at 3, not a paragraph, so every chapter kept its English ``<h1>`` and ``<title>`` in the
   Chinese edition although the catalogue translates it (``TranslateListLikeTitles``, right after Sphinx's
   ``Locale`` transform, parses such a title's msgstr with the list marker escaped).
+* **Display formulas may translate the words of their \\text{...}** (and nothing else: ``i18n_check.math_key``).
+  Sphinx would parse such a msgstr as a literal block, which MyST reads as "::" (``TranslateMathBlocks`` puts the
+  translated formula in place before that).
 * **A language switch in every page's header** (``_templates/tinytf-lang-switch.html``, placed by
   ``html_theme_options.article_header_end``): "中文" on an English page, "English" on a Chinese page, a relative
   link to the same page of the other edition (so it works from ``file://``), with ``hreflang``, its text marked
@@ -117,6 +120,41 @@ class TranslateListLikeTitles(SphinxTransform):
                 continue
             node.children = []
             node.extend(patch.children)
+            node["translated"] = True
+
+
+class TranslateMathBlocks(SphinxTransform):
+    """Translate a display formula (a math_block) whose msgstr translates only the words of its \\text{...}
+    (i18n_check.math_key). Sphinx's ``Locale`` transform (priority 20) parses a literal node's msgstr as
+    ``::`` + an indented block, which MyST reads as the paragraph "::": the formula came out as ``\\[::\\]``.
+    Here the formula's text is replaced directly, before ``Locale``, and marked translated so that it skips it.
+    A msgstr that changes anything else of the formula is not used (the English formula stays)."""
+
+    default_priority = 19
+
+    def apply(self, **kwargs) -> None:
+        from sphinx.locale import init as init_locale
+        from sphinx.util.i18n import docname_to_domain
+        from sphinx.util.nodes import extract_messages
+
+        from i18n_check import math_key
+
+        if not self.config.language or self.config.language == "en":
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        dirs = [path.join(self.env.srcdir, d) for d in self.config.locale_dirs]
+        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
+        if not has_catalog:
+            return
+        for node, msg in extract_messages(self.document):
+            if not isinstance(node, nodes.math_block) or node.get("translated"):
+                continue
+            msgstr = catalog.gettext(msg)
+            if not msgstr.strip() or msgstr == msg or math_key(msgstr) != math_key(msg):
+                continue
+            node.children = []
+            node.append(nodes.Text(msgstr))
+            node.rawsource = msgstr
             node["translated"] = True
 
 
@@ -272,6 +310,7 @@ def setup(app: Sphinx):
 
     app.connect("config-inited", fast_chinese_search)
     app.add_transform(TranslateListLikeTitles)
+    app.add_transform(TranslateMathBlocks)
     app.add_transform(TranslateApiTitle)
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_HideCellInput))
     app.connect("builder-inited", booktheme_catalogue)
