@@ -461,16 +461,16 @@
     fs.appendChild(help(ui, lab.state, "heads"));
     ui.heads = [];
     for (var l = 0; l < shape.n_layers; l++) {
-      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": tr("Layer {l}", { l: l }),
+      var line = el("div", { "class": "tinytf-lab-headrow", role: "group", "aria-label": tr("Block {l}", { l: l }),
                              style: "--heads: " + shape.n_heads + "; --half: " + Math.ceil(shape.n_heads / 2) });
-      line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, tr("Layer {l}", { l: l })));
+      line.appendChild(el("span", { "class": "tinytf-lab-headlayer", "aria-hidden": "true" }, tr("Block {l}", { l: l })));
       for (var h = 0; h < shape.n_heads; h++) {
         var b = el("input", { type: "checkbox", id: ui.id + "-head-" + l + "-" + h, "data-layer": String(l),
                               "data-head": String(h) });
         b.checked = true;
         var label = el("label", { "for": b.id, "class": "tinytf-lab-check" });
         label.appendChild(b);
-        label.appendChild(el("span", { "aria-label": tr("layer {l} head {h}", { l: l, h: h }) }, "h" + h));
+        label.appendChild(el("span", { "aria-label": tr("block {l} head {h}", { l: l, h: h }) }, "h" + h));
         line.appendChild(label);
         ui.heads.push(b);
         b.addEventListener("change", function () { onHeads(lab); });
@@ -516,7 +516,7 @@
     box.appendChild(help(ui, lab.state, "attention"));
     var attn = el("div", { "class": "tinytf-lab-row tinytf-lab-waits", role: "group", "aria-label": tr("Attention map") });
     var opts = function (n) { return Array.from({ length: n }, function (_, i) { return [i, String(i)]; }); };
-    ui.layer = field(attn, ui.id + "-layer", tr("Layer"), select(ui.id + "-layer", opts(shape.n_layers), d.layer));
+    ui.layer = field(attn, ui.id + "-layer", tr("Block"), select(ui.id + "-layer", opts(shape.n_layers), d.layer));
     ui.head = field(attn, ui.id + "-head", tr("Head"), select(ui.id + "-head", opts(shape.n_heads), d.head));
     [ui.layer, ui.head].forEach(function (s) { describedBy(s, [ui.id + "-attention-help"]); });
     box.appendChild(attn);

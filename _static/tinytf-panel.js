@@ -192,7 +192,7 @@
     options(this.view, Object.keys(state.views).map(function (k) { return [k, state.views[k]]; }), state.view);
     this.head = field(box, tr("heads"), el("select", { id: id + "-head" }));
     options(this.head, headOptions(0), state.head);
-    this.layer = field(box, tr("layer"), el("select", { id: id + "-layer" }));
+    this.layer = field(box, tr("block"), el("select", { id: id + "-layer" }));
     options(this.layer, [[state.layer, String(state.layer)]], state.layer);
     this.run = el("button", { type: "button", "class": "tinytf-anim-btn tinytf-panel-run" }, tr("▶ Run in this browser"));
     box.appendChild(this.run);

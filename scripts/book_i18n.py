@@ -8,6 +8,9 @@ Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_ME
   list* starting at 3, not a paragraph, so every chapter kept its English ``<h1>`` and ``<title>`` in the
   Chinese edition although the catalogue translates it (``TranslateListLikeTitles``, right after Sphinx's
   ``Locale`` transform, parses such a title's msgstr with the list marker escaped).
+* **Display formulas may translate the words of their \\text{...}** (and nothing else: ``i18n_check.math_key``).
+  Sphinx would parse such a msgstr as a literal block, which MyST reads as "::" (``TranslateMathBlocks`` puts the
+  translated formula in place before that).
 * **A language switch in every page's header** (``_templates/tinytf-lang-switch.html``, placed by
   ``html_theme_options.article_header_end``): "中文" on an English page, "English" on a Chinese page, a relative
   link to the same page of the other edition (so it works from ``file://``), with ``hreflang``, its text marked
@@ -23,7 +26,9 @@ Chinese one with ``language: zh_CN`` and the catalogues of ``locales/zh_CN/LC_ME
   visitor is replaced by one that translates), the sphinx-book-theme templates' fixed attributes
   (``TEMPLATE_ATTRIBUTES``, replaced in the written pages), and the API page's title (``API_TITLE_ZH``, in the
   sidebar, the next/previous links and the ``<title>``). sphinx-book-theme's own domain reads
-  ``booktheme.po`` first (``booktheme_catalogue``: the launch buttons; 打印为 PDF instead of the theme's 列印成 PDF).
+  ``booktheme.po`` first (``booktheme_catalogue``: the launch buttons; 打印为 PDF instead of the theme's 列印成 PDF);
+  the launch buttons' tooltips, which the theme glues together ("Launch on" + " Binder"), are rewritten in the
+  written pages as whole phrases (``launch_titles_zh``: 在 Binder 中启动, 在 Colab 中启动).
   The search field's placeholder is ``search_bar_text`` of the Chinese config (scripts/build_book.py).
 * **The Chinese search index in seconds, not minutes.** Sphinx's Chinese search language
   (``sphinx.search.zh.SearchChinese``) keeps every Latin word it has split in a class-level *list* and tests each
@@ -55,6 +60,11 @@ API_TITLE_ZH = "API 参考"  # the API page's title in the Chinese edition (its 
 # locales/zh_CN/LC_MESSAGES/sphinx.po
 TEMPLATE_ATTRIBUTES = (("title", "Toggle primary sidebar"), ("title", "Toggle secondary sidebar"),
                        ("aria-label", "Main"), ("aria-label", "Page"))
+
+# the launch buttons' tooltips: sphinx-book-theme writes translation("Launch on") + " Binder", which no word order
+# of Chinese can translate (启动于 Binder); the Chinese pages get the whole phrase instead (chinese_index)
+LAUNCH_TITLE = re.compile(r'title="(?:Launch on|启动于) (Binder|Colab|JupyterHub|Deepnote)"')
+LAUNCH_TITLE_ZH = 'title="在 {} 中启动"'
 
 # what Markdown reads as the start of a block other than a paragraph: "3. ", "3) ", "- ", "+ ", "* ", "# ", "> "
 BLOCK_START = re.compile(r"^(\s*)(\d{1,9}(?=[.)](?:\s|$))|[-+*#>](?=\s|$))")
@@ -110,6 +120,41 @@ class TranslateListLikeTitles(SphinxTransform):
                 continue
             node.children = []
             node.extend(patch.children)
+            node["translated"] = True
+
+
+class TranslateMathBlocks(SphinxTransform):
+    """Translate a display formula (a math_block) whose msgstr translates only the words of its \\text{...}
+    (i18n_check.math_key). Sphinx's ``Locale`` transform (priority 20) parses a literal node's msgstr as
+    ``::`` + an indented block, which MyST reads as the paragraph "::": the formula came out as ``\\[::\\]``.
+    Here the formula's text is replaced directly, before ``Locale``, and marked translated so that it skips it.
+    A msgstr that changes anything else of the formula is not used (the English formula stays)."""
+
+    default_priority = 19
+
+    def apply(self, **kwargs) -> None:
+        from sphinx.locale import init as init_locale
+        from sphinx.util.i18n import docname_to_domain
+        from sphinx.util.nodes import extract_messages
+
+        from i18n_check import math_key
+
+        if not self.config.language or self.config.language == "en":
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        dirs = [path.join(self.env.srcdir, d) for d in self.config.locale_dirs]
+        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
+        if not has_catalog:
+            return
+        for node, msg in extract_messages(self.document):
+            if not isinstance(node, nodes.math_block) or node.get("translated"):
+                continue
+            msgstr = catalog.gettext(msg)
+            if not msgstr.strip() or msgstr == msg or math_key(msgstr) != math_key(msg):
+                continue
+            node.children = []
+            node.append(nodes.Text(msgstr))
+            node.rawsource = msgstr
             node["translated"] = True
 
 
@@ -214,9 +259,15 @@ def sidebar_captions(app: Sphinx) -> dict:
     return out
 
 
+def launch_titles_zh(html_text: str) -> str:
+    """The launch buttons' tooltips as whole Chinese phrases: title="启动于 Binder" -> title="在 Binder 中启动"."""
+    return LAUNCH_TITLE.sub(lambda m: LAUNCH_TITLE_ZH.format(m.group(1)), html_text)
+
+
 def chinese_index(app: Sphinx, exception) -> None:
     """After book_offline.write_index: the Chinese edition's forward page in Chinese, and the sidebar's part
-    captions and the theme templates' fixed attributes (TEMPLATE_ATTRIBUTES) translated on every page."""
+    captions, the theme templates' fixed attributes (TEMPLATE_ATTRIBUTES) and the launch tooltips translated on every
+    page."""
     if exception is not None or app.builder.format != "html" or not is_chinese(app.config):
         return
     captions = sidebar_captions(app)
@@ -228,6 +279,7 @@ def chinese_index(app: Sphinx, exception) -> None:
             new = new.replace(f'<span class="caption-text">{english}</span>', f'<span class="caption-text">{chinese}</span>')
         for english, chinese in attributes.items():
             new = new.replace(english, chinese)
+        new = launch_titles_zh(new)
         if new != text:
             page.write_text(new, encoding="utf-8")
     index = Path(app.outdir) / "index.html"
@@ -258,6 +310,7 @@ def setup(app: Sphinx):
 
     app.connect("config-inited", fast_chinese_search)
     app.add_transform(TranslateListLikeTitles)
+    app.add_transform(TranslateMathBlocks)
     app.add_transform(TranslateApiTitle)
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_HideCellInput))
     app.connect("builder-inited", booktheme_catalogue)

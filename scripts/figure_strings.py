@@ -23,7 +23,8 @@ source of: msgid = the English text, msgstr = the translation. The Chinese editi
   this figure", the generated description, the panel's and the lab's labels, buttons, table headers and status
   lines), with ``{name}`` placeholders that the script fills; the labels of the lab's snapshots; and the words the
   book's page helpers add (``_static/tinytf-book.js``, every ``tinytfWord("...")``: the sidebar's name, the launch
-  links' names, an empty table header's "row" / "item"). The page gives the translations as ``window.tinytfStrings``
+  links' names, an empty table header's "row" / "item"), and the note a figure shows when plotly.js is missing
+  (``tinytf.viz.render.NO_PLOTLY_NOTE``). The page gives the translations as ``window.tinytfStrings``
   (only the Chinese edition; English is the default in the code).
 * **the static panel's data** (``tinytf.viz.static_panel``): its message templates for bad input, its note, its
   view names, and the models' labels of ``tinytf.lab.onnx_export.book_models()``;
@@ -385,6 +386,9 @@ def js_messages() -> dict:
     for path in JS_SOURCES:
         for m in _TR_CALL.finditer(path.read_text(encoding="utf-8")):
             found.setdefault(json.loads('"' + m.group(1) + '"'), path.relative_to(ROOT).as_posix())
+    from tinytf.viz import render
+
+    found.setdefault(render.NO_PLOTLY_NOTE, "tinytf/viz/render.py")  # a figure's note when plotly.js is missing
     for label in model_labels():
         found.setdefault(label, "tinytf/lab/onnx_export.py")
     from tinytf.lab import browser_lab

@@ -4,7 +4,8 @@
     python scripts/i18n_check.py path/to/page.po ...  # some catalogues
 
 A message is reported when its translation is missing, a copy of an English sentence, or marked fuzzy, or when it does not keep the
-markup of the English text: every inline code span, math span ($...$, $$...$$), MyST role
+markup of the English text: every inline code span, math span ($...$, $$...$$; only the words inside a
+\\text{...}, or a \\mathrm{...} of whole words, may be translated), MyST role
 ({cite:p}`key`, {ref}`label`, {numref}`...`, ...; the title of {ref}`title <label>` may be
 translated), link target ](...), URL and footnote reference
 ([^1]) must appear in the translation exactly as often as in the original (order may change, as
@@ -89,12 +90,30 @@ def _bold_spacing_fixed(text: str) -> str:
     return _BOLD.sub(fix, text)
 
 
+# the words inside maths that a translation may translate: the contents of every \text{...}, and of a \mathrm{...}
+# that holds whole words (two letters or more, or Chinese), not a symbol such as \mathrm{d} or \mathrm{T}
+_MATH_TEXT = re.compile(r"\\text\{[^{}]*\}")
+_MATH_WORDS = re.compile(rf"\\mathrm\{{(?:[A-Za-z]{{2,}}|[^{{}}]*[{_CJK}][^{{}}]*)(?:[ \\,~-]+[A-Za-z]{{2,}})*\}}")
+
+
+def math_key(math: str) -> str:
+    """`math` with the words a translation may translate replaced by a placeholder: two formulas are the same
+    formula when their keys are equal. Every other change (a symbol, an operator, a number) still differs."""
+    return _MATH_WORDS.sub(r"\\mathrm{…}", _MATH_TEXT.sub(r"\\text{…}", math))
+
+
+def _is_math(span: str) -> bool:
+    return span.startswith("$")
+
+
 def protected(text: str) -> Counter:
     """The spans of `text` that a translation must keep unchanged, with their counts. For a cross-reference
     only its role and target count: a translation may translate its title ({ref}`the title <label>`) or give an
-    untitled one a title ({ref}`label` -> {ref}`11.3 节 <label>`)."""
+    untitled one a title ({ref}`label` -> {ref}`11.3 节 <label>`). In maths the words of \\text{...} (and of a
+    \\mathrm{...} of whole words) may be translated (``math_key``); everything else in it must stay."""
     spans = (m.group(0) for m in _TOKENS.finditer(text))
-    return Counter(_UNTITLED_ROLE.sub(r"\1<\2>", _TITLED_ROLE.sub(r"\1<\2>", span)) for span in spans)
+    return Counter(math_key(span) if _is_math(span) else
+                   _UNTITLED_ROLE.sub(r"\1<\2>", _TITLED_ROLE.sub(r"\1<\2>", span)) for span in spans)
 
 
 def problems(po_path: Path) -> list[str]:

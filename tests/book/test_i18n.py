@@ -309,20 +309,54 @@ DISPLAY_MATH = re.compile(r'<div class="math notranslate nohighlight">\s*(.*?)</
 
 
 def test_display_math_of_the_chinese_edition_is_the_english_math(book_html):
-    """A display formula is not translated: every page of the Chinese edition has the English page's display math,
-    formula for formula. (A translated math block's msgstr is parsed again as text: chapter 7's share formula once
-    came out of the Chinese build as an empty "\\[::\\]"; its msgstr must equal its msgid.)"""
+    """A display formula is not translated, except the words inside its \\text{...} (and a \\mathrm{...} of whole
+    words): every page of the Chinese edition has the English page's display math, formula for formula, equal after
+    those words are replaced by a placeholder (i18n_check.math_key). (A translated math block's msgstr is parsed
+    again as text: chapter 7's share formula once came out of the Chinese build as an empty "\\[::\\]".)"""
+    import i18n_check
+
     bad = []
     for page in sorted(DOCS):
         en, zh = book_html / f"{page}.html", book_html / "zh" / f"{page}.html"
         if not en.is_file() or not zh.is_file():
             continue
-        want = DISPLAY_MATH.findall(en.read_text(encoding="utf-8"))
-        got = DISPLAY_MATH.findall(zh.read_text(encoding="utf-8"))
+        want = [i18n_check.math_key(m) for m in DISPLAY_MATH.findall(en.read_text(encoding="utf-8"))]
+        got = [i18n_check.math_key(m) for m in DISPLAY_MATH.findall(zh.read_text(encoding="utf-8"))]
         if got != want:
             diff = [(w[:60], g[:60]) for w, g in zip(want, got) if w != g] or [(len(want), len(got))]
             bad.append(f"{page}: {diff}")
     assert not bad, "display math differs from the English page:\n" + "\n".join(bad)
+
+
+def test_maths_may_translate_only_the_words_of_text(tmp_path):
+    """The rule of i18n_check and of the display-math test: a translation may translate the words inside
+    \\text{...} (and a \\mathrm{...} of whole words) and nothing else of a formula: a changed symbol, operator or
+    number is reported, a translated \\text{} is not."""
+    import i18n_check
+
+    english = r"$$\text{bytes} = 2 \cdot \text{layers} \cdot T \cdot \mathrm{softmax}(x)_i$$"
+    assert i18n_check.math_key(r"$$\text{字节数} = 2 \cdot \text{层数} \cdot T \cdot \mathrm{softmax}(x)_i$$") \
+        == i18n_check.math_key(english)
+    for changed in (r"$$\text{bytes} = 3 \cdot \text{layers} \cdot T \cdot \mathrm{softmax}(x)_i$$",   # a number
+                    r"$$\text{bytes} = 2 \cdot \text{layers} \cdot S \cdot \mathrm{softmax}(x)_i$$",   # a symbol
+                    r"$$\text{bytes} = 2 + \text{layers} \cdot T \cdot \mathrm{softmax}(x)_i$$",        # an operator
+                    r"$$字节数 = 2 \cdot \text{layers} \cdot T \cdot \mathrm{softmax}(x)_i$$"):          # words outside \text
+        assert i18n_check.math_key(changed) != i18n_check.math_key(english), changed
+    assert i18n_check.math_key(r"$\mathrm{d}x$") != i18n_check.math_key(r"$\mathrm{e}x$")  # a symbol, not a word
+
+    po = tmp_path / "zh_CN" / "LC_MESSAGES" / "page.po"
+    po.parent.mkdir(parents=True)
+
+    def report(msgstr):
+        po.write_text('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=utf-8\\n"\n\n'
+                      f'msgid "Memory: $\\\\text{{new}} = 2 \\\\cdot \\\\text{{old}}$ per token."\n'
+                      f'msgstr "{msgstr}"\n', encoding="utf-8")
+        return [p for p in i18n_check.problems(po) if p.startswith("markup changed")]
+
+    assert report("内存：每个 token $\\\\text{新} = 2 \\\\cdot \\\\text{旧}$。") == []
+    assert report("内存：每个 token $\\\\text{new} = 2 \\\\cdot \\\\text{old}$。") == []
+    assert report("内存：每个 token $\\\\text{新} = 3 \\\\cdot \\\\text{旧}$。")
+    assert report("内存：每个 token $新 = 2 \\\\cdot \\\\text{旧}$。")
 
 
 def test_chinese_edition_built_clean(book_html):

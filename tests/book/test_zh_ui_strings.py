@@ -53,3 +53,23 @@ def test_the_english_pages_have_every_interface_string(book_html):
 ])
 def test_the_check_finds_the_strings_and_leaves_english_marked_text_alone(html, expected):
     assert {name for name, _, _ in interface_strings(html)} == expected
+
+
+def test_the_launch_tooltips_are_whole_chinese_phrases():
+    """The theme builds a launch button's tooltip as translation("Launch on") + " Binder" (启动于 Binder); the
+    Chinese pages get 在 Binder 中启动 / 在 Colab 中启动, and nothing else in the page changes."""
+    import book_i18n
+
+    snippet = ('<li><a href="https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/chapters/x.ipynb" target="_blank"\n'
+               '   class="btn btn-sm dropdown-item"\n   title="启动于 Binder"\n'
+               '   data-bs-placement="left" data-bs-toggle="tooltip"\n>'
+               '<span class="btn__text-container">Binder</span></a></li>\n'
+               '<li><a href="https://colab.research.google.com/github/o/r/blob/main/chapters/x.ipynb" target="_blank"\n'
+               '   class="btn btn-sm dropdown-item"\n   title="启动于 Colab"\n>'
+               '<span class="btn__text-container">Colab</span></a></li>\n'
+               '<p title="启动于 Binder 的说明">启动于 Binder</p>')
+    out = book_i18n.launch_titles_zh(snippet)
+    assert 'title="在 Binder 中启动"' in out and 'title="在 Colab 中启动"' in out
+    assert 'title="启动于 Binder"' not in out and 'title="启动于 Colab"' not in out
+    assert out.replace("在 Binder 中启动", "启动于 Binder").replace("在 Colab 中启动", "启动于 Colab") == snippet
+    assert book_i18n.launch_titles_zh('title="Launch on Binder"') == 'title="在 Binder 中启动"'

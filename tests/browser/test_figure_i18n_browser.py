@@ -105,7 +105,7 @@ def test_chinese_figures_and_panel(zh_page, browser):
         assert step["play"] == "▶ 播放" and step["prev"] == "上一步" and step["label"] == "步", step
         assert step["readout"].startswith("第 1/15 步："), step
         assert step["summary"] == "描述此图" and step["desc"].startswith("共 15 步的动画"), step
-        assert attention["caption"].startswith("层 0 的因果自注意力"), attention
+        assert attention["caption"].startswith("块 0 的因果自注意力"), attention
         assert CJK.search(attention["desc"]) and "行 ×" in attention["desc"], attention
         page.locator(".tinytf-anim-next").first.click()
         page.wait_for_function("() => document.querySelector('.tinytf-anim-value').textContent.startsWith('第 2/15 步')")

@@ -172,7 +172,7 @@ def test_attention_map_is_pythons_figure(page, model, layer, head):
     page.locator(f"{LAB} select[id$='-layer']").select_option(str(layer))
     page.locator(f"{LAB} select[id$='-head']").select_option(str(head))
     page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.spec.layout.title.text"
-                           f".includes('Layer {layer}, head {head}')")
+                           f".includes('Block {layer}, head {head}')")
     ids = list(CHINESE.encode("utf-8"))
     out = lab.run_lab(model, ids)
     labels = _lab(page, "l.labels")
@@ -266,7 +266,7 @@ def test_every_control_works_from_the_keyboard(page):
     page.locator(f"{LAB} select[id$='-layer']").focus()
     page.keyboard.press("ArrowUp")  # a select: the arrow keys change it
     page.wait_for_function(f"() => document.querySelector('{LAB}').tinytfLab.spec.layout.title.text"
-                           f".includes('Layer 2,')")
+                           f".includes('Block 2,')")
     _box(page, "n_bytes").fill("8")
     page.locator(f"{LAB} [id$='-generate']").focus()
     page.keyboard.press("Enter")
@@ -436,7 +436,7 @@ def test_controls_used_before_the_model_loads_apply_after(browser, model):
         out = lab.run_lab(model, list(ASCII.encode()), mask)
         want = next_token_probs(out["logits"][None], 0.5, 40, 0.95)[0].double().numpy()
         assert np.abs(np.array(_lab(page, "Array.from(l.probs)")) - want).max() < TOL
-        assert "Layer 1, head 2 (switched off)" in _lab(page, "l.spec.layout.title.text")
+        assert "Block 1, head 2 (switched off)" in _lab(page, "l.spec.layout.title.text")
         assert "1 head of 24 switched off." in _messages(page)
         assert page.errors == [] and page.remote == []
     finally:

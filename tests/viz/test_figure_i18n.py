@@ -149,7 +149,7 @@ def test_chinese_render_of_a_committed_figure(catalogue):
     assert re.search(r'id="(tinytf-[0-9a-f]+)"', en).group(1) == re.search(r'id="(tinytf-[0-9a-f]+)"', zh).group(1)
     got = _spec_of(zh)
     title = _title(got)
-    assert title.startswith("<b>层 0 的因果自注意力：每个查询读取哪个键</b><br>"), title
+    assert title.startswith("<b>块 0 的因果自注意力：每个查询读取哪个键</b><br>"), title
     axes = [v["title"]["text"] for k, v in got["layout"].items() if k.startswith(("xaxis", "yaxis")) and
             isinstance(v, dict) and isinstance(v.get("title"), dict) and v["title"].get("text")]
     assert axes and all(CJK.search(a) for a in axes), axes
@@ -271,3 +271,19 @@ def test_lab_attention_templates_in_chinese(catalogue):
         assert "真正的下一个" in json.dumps(tpl["bindings"], ensure_ascii=False), key
         assert tpl["figure"]["layout"]["yaxis"]["categoryarray"][-1] == "真正的下一个"
     assert not catalogue.missing, sorted(catalogue.missing)[:5]
+
+
+def test_the_no_plotly_note_is_in_the_chinese_string_table(catalogue):
+    """The note a figure shows when plotly.js never arrives comes from the page's string table: the Chinese build's
+    window.tinytfStrings holds its translation, and the figure's script looks it up there (English without it)."""
+    from tinytf.viz import render
+
+    js = book_offline.ui_strings_js(catalogue)
+    prefix = "window.tinytfStrings = "
+    assert js.startswith(prefix) and js.endswith(";")
+    table = json.loads(js[len(prefix):-1].replace("<\\/", "</"))
+    zh = table[render.NO_PLOTLY_NOTE]
+    assert CJK.search(zh) and "<code>tinytf.viz.init_notebook()</code>" in zh, zh
+    html = render.book_html(_attention_figure(), {})
+    assert "window.tinytfStrings" in html and "plotly.js is not loaded" in html
+    assert "</code>" not in html.split("<script", 1)[1]  # "</" escaped inside the script

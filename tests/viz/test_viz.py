@@ -269,7 +269,7 @@ def test_stepper_from_trace_equals_from_model_and_layer_1():
     assert viz.figure_json(a) == viz.figure_json(b)
     (hm,) = by_name(frame_traces(a, "embed"), "H (stream into block 1)")
     np.testing.assert_array_equal(np.asarray(hm["z"]), np_(tr["blocks.1.resid_pre"][0]))
-    with pytest.raises(tinytf.TinyTFInputError, match="layer 5"):
+    with pytest.raises(tinytf.TinyTFInputError, match="block 5"):
         viz.block_stepper(model, "cat", layer=5)
 
 

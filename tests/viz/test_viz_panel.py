@@ -199,7 +199,7 @@ def test_out_of_range_numbers_get_a_message(panel):
     panel.seed.value = 1
     assert panel.message.value == ""
     panel.layer.value = 7
-    assert "layer 7 does not exist" in panel.message.value
+    assert "block 7 does not exist" in panel.message.value
     panel.layer.value = 1
     assert panel.message.value == ""
 

@@ -297,7 +297,7 @@ HELP = {
              "there. Look for the block where the guess settles on the byte that really comes next. Its "
              "probabilities are the model's own (temperature 1, nothing cut); the next-byte table shows the "
              "sampler's, after temperature, top-k and top-p.", [12]),
-    "attention": ("A layer is one of the 4 blocks (0 = nearest the input); a head, one attention pattern in it. "
+    "attention": ("A block is one of the model's 4 (0 = nearest the input); a head, one attention pattern in it. "
                   "Each row of the map is a byte of the prompt, its colours how much that byte reads each "
                   "earlier one.", [2, 6]),
 }

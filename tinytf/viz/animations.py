@@ -107,7 +107,7 @@ def temperature_animation(model, ids=None, layer: int = 0, head: int = 0, temper
             dict(type="bar", x=top, y=lab, orientation="h", xaxis="x2", yaxis="y2", name="largest weight",
                  marker=dict(color=OKABE_ITO[0]), hovertemplate="query %{y}: largest weight %{x:.3f}<extra></extra>"),
         ], layout=dict(title=dict(text=_title(
-            f"Layer {layer}, head {head}: softmax(scores / τ) at τ = {tau:g}",
+            f"Block {layer}, head {head}: softmax(scores / τ) at τ = {tau:g}",
             "τ = 1 is the model's own attention; larger τ spreads the weight, smaller τ sharpens it")))))
     cell = 30 if T <= 12 else 18
     layout = dict(

@@ -125,7 +125,7 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     height = int(150 + rows * (max(T, 3) * cell + 60))
     layout.update(
         font=FONT, height=height, margin=dict(l=70, r=70, t=86, b=50), plot_bgcolor="white",
-        title=dict(text=(f"<b>Layer {layer} {what}: which {k_name} each {q_name} reads</b>"
+        title=dict(text=(f"<b>Block {layer} {what}: which {k_name} each {q_name} reads</b>"
                          f"<br><span style='font-size:12px'>{sub}</span>"),
                    x=0.01, xanchor="left"),
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,

@@ -94,7 +94,7 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
     width = snaps[-1]["positions"][-1] + 1
     all_tokens = {p: t for s in snaps for p, t in zip(s["positions"], s["fed"])}
     labels = [f"{p}: {t}" for p, t in enumerate(token_labels([all_tokens[p] for p in range(width)]))]
-    rows = [f"layer {i} {part}" for i in range(n_layers) for part in snaps[0]["parts"]]
+    rows = [f"block {i} {part}" for i in range(n_layers) for part in snaps[0]["parts"]]
     steps = [s["step"] for s in snaps]
     kib = [s["nbytes"] / 1024 for s in snaps]
     full = all(len(h) == s["length"] for s in snaps for h in s["held"])  # no layer drops a position
@@ -130,10 +130,10 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
         held = s["length"] if full else "/".join(str(len(h)) for h in s["held"])
         # frames count from 1, like pages (the book's convention); generation steps count from 0
         return (f"frame {k + 1}/{len(snaps)} (generation step {k}): {what}; "
-                f"cache {held} positions{'' if full else ' per layer'}, {s['nbytes']:,} bytes")
+                f"cache {held} positions{'' if full else ' per block'}, {s['nbytes']:,} bytes")
 
     fig = make_subplots(rows=2, cols=1, row_heights=[0.62, 0.38], vertical_spacing=0.2,
-                        subplot_titles=("cached K and V per layer: one column per position (token)",
+                        subplot_titles=("cached K and V per block: one column per position (token)",
                                         "KV cache size after each step (KiB, from KVCache.nbytes())"))
     for j, tr in enumerate(traces(0)):
         fig.add_trace(tr, row=j + 1, col=1)

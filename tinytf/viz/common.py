@@ -118,7 +118,7 @@ def block_prefix(trace, layer: int) -> str:
         if p + "resid_pre" in trace:
             return p
     n = len({k.split(".")[1] for k in trace if k.startswith("blocks.")})
-    raise TinyTFInputError(f"layer {layer} is not in this trace (it has {n} decoder blocks: 0..{max(n - 1, 0)})")
+    raise TinyTFInputError(f"block {layer} is not in this trace (it has {n} decoder blocks: 0..{max(n - 1, 0)})")
 
 
 def is_post_norm(trace, p: str, config: Optional[TinyConfig]) -> bool:

@@ -113,7 +113,7 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
     layout.update(
         font=FONT, height=int(plot_px + 130), margin=dict(l=70, r=30, t=90, b=40), meta=dict(tinytf=dict(toScale=True)),
         plot_bgcolor="white", barmode="group", annotations=annotations,
-        title=dict(text=(f"<b>Layer {layer} FFN: each token goes {C} → {Fh} → {C} features "
+        title=dict(text=(f"<b>Block {layer} FFN: each token goes {C} → {Fh} → {C} features "
                          f"({ratio:g}× wider inside), drawn to scale</b>"
                          "<br><span style='font-size:12px'>the same weights for every token; "
                          + ("below: hidden units that are exactly or nearly zero" if near_rms is None else

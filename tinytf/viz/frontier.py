@@ -82,15 +82,15 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
     L, T = len(masks), len(ids)
     labels = [f"{p}: {t}" for p, t in enumerate(token_labels(ids))]
     kinds = [cfg.layer_type(i) for i in range(L)]
-    titles = [f"layer {i}: {k}" + (f" (window {cfg.sliding_window.size})" if k == "local" else "")
-              for i, k in enumerate(kinds)] + ["reached after each layer"]
+    titles = [f"block {i}: {k}" + (f" (window {cfg.sliding_window.size})" if k == "local" else "")
+              for i, k in enumerate(kinds)] + ["reached after each block"]
     fig = make_subplots(rows=1, cols=L + 1, subplot_titles=titles, horizontal_spacing=0.04,
                         column_widths=[1.0] * L + [1.15])
     scale = [[0, "white"], [1, OKABE_ITO[0]]]
     for i, m in enumerate(masks):
         fig.add_trace(go.Heatmap(z=m.astype(int), x=list(range(T)), y=list(range(T)), colorscale=scale, zmin=0,
-                                 zmax=1, showscale=False, xgap=1, ygap=1, name=f"layer {i} mask",
-                                 hovertemplate=f"layer {i}: query %{{y}} reads key %{{x}}: %{{z}}<extra></extra>"),
+                                 zmax=1, showscale=False, xgap=1, ygap=1, name=f"block {i} mask",
+                                 hovertemplate=f"block {i}: query %{{y}} reads key %{{x}}: %{{z}}<extra></extra>"),
                       row=1, col=i + 1)
     reach_scale = [[0, "white"], [1, OKABE_ITO[2]]]
 
@@ -113,9 +113,9 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
         return out
 
     def title(q):
-        reads = "; ".join(f"layer {i} reads keys {int(np.flatnonzero(m[q]).min())}..{int(np.flatnonzero(m[q]).max())}"
+        reads = "; ".join(f"block {i} reads keys {int(np.flatnonzero(m[q]).min())}..{int(np.flatnonzero(m[q]).max())}"
                           for i, m in enumerate(masks))
-        return (f"query position {q} ({labels[q]}): {reads}<br>after layer {L - 1} it has been reached by "
+        return (f"query position {q} ({labels[q]}): {reads}<br>after block {L - 1} it has been reached by "
                 f"{int(reach[-1, q].sum())} of the {q + 1} positions 0..{q}")
 
     names = [str(q) for q in range(T)]
@@ -216,7 +216,7 @@ def router_figure(model, ids, layer: int = 0, frame_ms: int = 1500):
         return f"token {t} '{labels[t]}' goes to {picks}"
 
     fig = make_subplots(rows=2, cols=1, row_heights=[0.62, 0.38], vertical_spacing=0.16,
-                        subplot_titles=(f"layer {layer}: router score of every expert (the chosen {ids_k.shape[1]} "
+                        subplot_titles=(f"block {layer}: router score of every expert (the chosen {ids_k.shape[1]} "
                                         "in orange, with their weights)", "tokens routed to each expert so far"))
     for j, tr in enumerate(traces(0)):
         fig.add_trace(tr, row=j + 1, col=1)

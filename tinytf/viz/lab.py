@@ -72,13 +72,13 @@ def attention_view(outputs: dict, labels: list, layer: int, head: int, switched_
     lab = bnd.token_axis_labels(labels, T)
     gap = bnd.op("at_most", bnd.op("len", lab), GAP_ROWS, 1, 0)  # lines between cells only while they are few
     data = [dict(type="heatmap", z=z, x=lab, y=lab, coloraxis="coloraxis", xgap=gap, ygap=gap,
-                 name=f"layer {layer} head {head}" + (" (switched off)" if switched_off else ""),
+                 name=f"block {layer} head {head}" + (" (switched off)" if switched_off else ""),
                  hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>")]
     sub = "each row sums to 1; above the diagonal: later bytes, weight 0 (the causal mask)"
-    head_line = f"<b>Layer {layer}, head {head}: which earlier byte each byte reads</b>"
+    head_line = f"<b>Block {layer}, head {head}: which earlier byte each byte reads</b>"
     if switched_off:
         data[0]["opacity"] = 0.45
-        head_line = (f"<b>Layer {layer}, head {head} (switched off): which earlier byte each byte reads</b>"
+        head_line = (f"<b>Block {layer}, head {head} (switched off): which earlier byte each byte reads</b>"
                      f"<br><span style='font-size:12px'>{SWITCHED_OFF}; the map is the same, only what the "
                      "head passes on is gone</span>")
     layout = dict(

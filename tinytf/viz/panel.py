@@ -115,7 +115,7 @@ class LivePanel(widgets.VBox):
                                      description="heads", style=style, layout=widgets.Layout(width="200px"))
         self.view = widgets.Dropdown(options=[(v, k) for k, v in VIEWS.items()], value=view, description="view",
                                      style=style, layout=widgets.Layout(width="300px"))
-        self.layer = widgets.IntText(value=layer, description="layer", style=style, layout=widgets.Layout(width="160px"))
+        self.layer = widgets.IntText(value=layer, description="block", style=style, layout=widgets.Layout(width="160px"))
         self.message = widgets.HTML(value="")
         self.plot = FigureView(layout=widgets.Layout(width="100%"))
         controls = [self.text, self.seed, self.weights, self.norm, self.norm_position, self.ffn, self.head,
@@ -196,7 +196,7 @@ class LivePanel(widgets.VBox):
                 self.head.value = keep
         layer = int(self.layer.value)
         if not 0 <= layer < cfg.n_layers:
-            raise TinyTFInputError(f"layer {layer} does not exist: this model has {cfg.n_layers} layers "
+            raise TinyTFInputError(f"block {layer} does not exist: this model has {cfg.n_layers} blocks "
                                    f"(0..{cfg.n_layers - 1})")
         labels = readable_labels(self.text.value, ids)
         self._n_tokens = len(ids)

@@ -161,11 +161,14 @@ def stable_id(fig) -> str:
     return "tinytf-" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
-_NO_PLOTLY_NOTE = (
+# what a figure says when plotly.js never arrives; the page's window.tinytfStrings (the Chinese edition's, from
+# locales/<lang>/LC_MESSAGES/figures.po: scripts/figure_strings.py extracts it) may translate it
+NO_PLOTLY_NOTE = (
     "plotly.js is not loaded in this page, so this figure cannot be drawn here. "
     "In classic Jupyter run <code>tinytf.viz.init_notebook()</code> once and re-run the cell; "
     "JupyterLab, Notebook 7, VS Code, Colab and the HTML book draw it without that."
 )
+_NO_PLOTLY_JS = json.dumps(NO_PLOTLY_NOTE, ensure_ascii=False).replace("</", "<\\/")  # a JS string in a <script>
 
 
 def figure_html(fig, div_id: str | None = None, digits: int = SIGNIFICANT_DIGITS, cdn: bool = False) -> str:
@@ -206,7 +209,9 @@ def _html_for(spec: dict, spec_json: str, div_id: str, cdn: bool) -> str:
         "    var T = window.tinytfFigures;\n"
         "    if (P) { if (T) { T.draw(el, fig); } else { P.newPlot(el, fig); } return; }\n"
         "    if (++tries < 100) { setTimeout(draw, 100); return; }\n"
-        f'    el.style.height = "auto"; el.innerHTML = "<p class=\\"tinytf-noplotly\\">{_NO_PLOTLY_NOTE}</p>";\n'
+        f"    var note = {_NO_PLOTLY_JS}, S = window.tinytfStrings;\n"
+        "    if (S && Object.prototype.hasOwnProperty.call(S, note)) { note = S[note]; }\n"
+        '    el.style.height = "auto"; el.innerHTML = "<p class=\\"tinytf-noplotly\\">" + note + "</p>";\n'
         "  }\n"
         "  draw();\n"
         "})();\n"

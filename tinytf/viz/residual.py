@@ -80,7 +80,7 @@ def residual_view(model, ids=None, layer: int = 0, sublayer: str = "attn", label
         sub = "pre-norm: the stream passes through unchanged; the sublayer's output is added to it"
     layout.update(
         font=FONT, height=120 + 36 * T + 330, margin=dict(l=70, r=70, t=90, b=50), plot_bgcolor="white",
-        title=dict(text=f"<b>Layer {layer}, {what} sublayer: residual addition per token</b>"
+        title=dict(text=f"<b>Block {layer}, {what} sublayer: residual addition per token</b>"
                         f"<br><span style='font-size:12px'>{sub}</span>", x=0.01, xanchor="left"),
         coloraxis=dict(colorscale=DIVERGING, cmin=-m, cmax=m,
                        colorbar=dict(title=dict(text="value"), thickness=12, len=0.55, y=0.72)),

@@ -78,7 +78,7 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
             dict(type="bar", x=step_labels, y=scores, xaxis="x2", yaxis="y2", name="previous-token score",
                  marker=dict(color=colors), hovertemplate="%{x}: previous-token score %{y:.2f}<extra></extra>"),
         ], layout=dict(title=dict(text=(
-            f"<b>Layer {layer}, head {head} after {s} training steps</b><br><span style='font-size:12px'>"
+            f"<b>Block {layer}, head {head} after {s} training steps</b><br><span style='font-size:12px'>"
             f"{title or 'attention weights on the same text at every saved snapshot'}</span>")))))
     cell = 16 if T > 24 else 24
     side = int(T * cell)
@@ -137,7 +137,7 @@ def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: st
     cell = 16 if T > 24 else 24
     layout.update(
         font=FONT, height=int(T * cell) + 200, showlegend=False, margin=dict(l=80, r=70, t=100, b=100),
-        title=dict(text=(f"<b>Layer {layer}, head {head}: attention weights</b><br><span style='font-size:12px'>"
+        title=dict(text=(f"<b>Block {layer}, head {head}: attention weights</b><br><span style='font-size:12px'>"
                          f"{title or 'the same head in each model, on the same text; each row sums to 1'}</span>"),
                    x=0.01, xanchor="left"),
         annotations=annotations, plot_bgcolor="white",
