@@ -124,7 +124,7 @@ def test_anti_diagonal_summary_matches_one_example_at_a_time():
     lo, hi = s["mean_range"][1]
     assert lo <= s["mean"][1].mean <= hi
     text = hs.format_anti_diagonal({"trained": s})
-    assert text.splitlines()[0].split()[:3] == ["model", "layer", "head"] and "x uniform share" in text
+    assert text.splitlines()[0].split()[:3] == ["model", "block", "head"] and "x uniform share" in text
     with pytest.raises(tinytf.TinyTFInputError):
         hs.anti_diagonal_summary(model, name, n_samples=1)
     with pytest.raises(tinytf.TinyTFInputError):

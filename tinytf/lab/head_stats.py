@@ -127,7 +127,7 @@ def format_anti_diagonal(summaries: dict) -> str:
     5%-95% range over the examples, and the same as a multiple of the uniform share 1/S."""
     first = next(iter(summaries.values()))
     n_heads = len(first["heads"][0])
-    lines = [f"{'model':10} {'layer':>5}" + "".join(f"{'head ' + str(h):>15}" for h in range(n_heads))]
+    lines = [f"{'model':10} {'block':>5}" + "".join(f"{'head ' + str(h):>15}" for h in range(n_heads))]
     for name, s in summaries.items():
         for i, row in enumerate(s["heads"]):
             lines.append(f"{name:10} {i:>5}" + "".join(f"{c.mean:.3f} ± {c.sem:.3f}".rjust(15) for c in row))
@@ -206,7 +206,7 @@ def even_spread_scores(T: int) -> dict:
 def format_score_tables(rows: list) -> str:
     """The mean ± std table, one line per (layer, head), the best head of each pattern marked with ``*``."""
     best = best_heads(rows)
-    lines = [f"{'layer':>5} {'head':>4} {'previous':>13} {'word start':>13} {'first byte':>13}"]
+    lines = [f"{'block':>5} {'head':>4} {'previous':>13} {'word start':>13} {'first byte':>13}"]
     for r in rows:
         cells = "".join(f"{r[p]:.2f}{'*' if best[p] is r else ' '}".rjust(14) for p in H.PATTERNS)
         lines.append(f"{r['layer']:>5} {r['head']:>4}" + cells)

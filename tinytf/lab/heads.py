@@ -117,7 +117,7 @@ def best_heads(rows: list) -> dict:
 def format_score_table(rows: list, digits: int = 2) -> str:
     """The score table as text, one line per (layer, head), the best head of each pattern marked with ``*``."""
     best = best_heads(rows)
-    head = f"{'layer':>5} {'head':>4} {'previous':>9} {'word start':>11} {'first byte':>11}"
+    head = f"{'block':>5} {'head':>4} {'previous':>9} {'word start':>11} {'first byte':>11}"
     lines = [head]
     for r in rows:
         cells = []
