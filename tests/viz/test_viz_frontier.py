@@ -166,3 +166,12 @@ def test_every_animated_figure_has_the_one_set_of_controls():
         play, pause = fig.layout.updatemenus[0].buttons
         assert (play.label, pause.label) == ("▶ Play", "❚❚ Pause"), name
         assert play.args[0] is None and play.args[1]["fromcurrent"] is True and list(pause.args[0]) == [None], name
+
+
+def test_format_update_rms_heads_columns_by_block():
+    """Chapter 10.5: the columns are indexed blocks, printed "block N" as in the figures (blocks count from 0)."""
+    updates = {"pre-norm": {"attention": [0.1] * 8, "FFN": [0.2] * 8}}
+    text = frontier_lab.format_update_rms(updates, {"pre-norm": 1.0}, 1.0)
+    header = text.splitlines()[0]
+    assert header.split()[2:] == ["block", "0", "block", "2", "block", "4", "block", "6"]
+    assert "layer" not in text

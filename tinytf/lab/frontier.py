@@ -112,9 +112,10 @@ def format_attention_variants(rows: dict, title: str = "DeepSeek-V3 attention") 
 def format_update_rms(updates: dict, streams: dict, input_rms: float, layers=range(0, 8, 2)) -> str:
     """Plain text: ``updates[placement]`` is ``{"attention": [RMS per layer], "FFN": [...]}``, the RMS of what each
     sublayer adds to the stream; ``streams[placement]`` the RMS of the stream at the end. First table: the updates
-    of ``layers``. Second: the input's RMS, the sum of all squared updates, the root of input² + that sum (the
-    stream's RMS if the updates' squares simply added) and the stream at the end."""
-    lines = [f"{'placement':24} {'update':10}" + "".join(f"{'layer ' + str(i):>9}" for i in layers)]
+    of the blocks ``layers``, headed "block 0", "block 2", ... (blocks count from 0). Second: the input's RMS, the
+    sum of all squared updates, the root of input² + that sum (the stream's RMS if the updates' squares simply
+    added) and the stream at the end."""
+    lines = [f"{'placement':24} {'update':10}" + "".join(f"{'block ' + str(i):>9}" for i in layers)]
     for name, by_kind in updates.items():
         for kind, update in by_kind.items():
             label = name if kind == "attention" else ""
