@@ -24,6 +24,9 @@ def test_update_sizes_read_the_stream_and_the_two_updates():
         assert r["ffn"] == pytest.approx(tr[b + "ffn.out"].norm(dim=-1).mean().item())
         assert r["attn_ratio"] == pytest.approx(r["attn"] / r["stream"])
         assert r["ffn_ratio"] == pytest.approx(r["ffn"] / r["mid"])
+        H_change = tr[b + "resid_post"] - tr[b + "resid_pre"]  # the whole block's update H' - H
+        assert r["block_update"] == pytest.approx(H_change.norm(dim=-1).mean().item())
+        assert r["block_ratio"] == pytest.approx(r["block_update"] / r["stream"])
         # the updates are exactly what the block adds
         assert torch.equal(tr[b + "resid_mid"], tr[b + "resid_pre"] + tr[b + "attn.out"])
     assert rows[1]["stream"] == pytest.approx(_model().run_with_trace(ids)[1]["blocks.0.resid_post"].norm(dim=-1).mean().item())

@@ -22,7 +22,8 @@ def _mean_length(t) -> float:
 
 def update_sizes(model, ids) -> list:
     """One dict per block: ``block``, ``stream`` (|H|), ``attn`` (|Attn(Norm1(H))|), ``mid`` (|U|),
-    ``ffn`` (|FFN(Norm2(U))|), ``attn_ratio`` (attn / stream) and ``ffn_ratio`` (ffn / mid). Lengths are
+    ``ffn`` (|FFN(Norm2(U))|), ``attn_ratio`` (attn / stream), ``ffn_ratio`` (ffn / mid), ``block_update``
+    (|H' - H|, the whole block's update) and ``block_ratio`` (block_update / stream). Lengths are
     per position, averaged over positions (and batch). Only the pre-norm wiring, in which these tensors are
     exactly the stream and the two updates, is accepted."""
     if getattr(model.config, "norm_position", "pre") != "pre":
@@ -30,13 +31,16 @@ def update_sizes(model, ids) -> list:
                                f"{model.config.norm_position!r}, whose traced sublayer outputs are not the updates added")
     if not model.config.residual:
         raise TinyTFInputError("update_sizes needs residual connections: without them nothing is added to a stream")
-    names = [f"blocks.{i}.{p}" for i in range(model.config.n_layers) for p in ("resid_pre", "attn.out", "resid_mid", "ffn.out")]
+    points = ("resid_pre", "attn.out", "resid_mid", "ffn.out", "resid_post")
+    names = [f"blocks.{i}.{p}" for i in range(model.config.n_layers) for p in points]
     _, trace = run_with_trace(model, ids, names=names)
     rows = []
     for i in range(model.config.n_layers):
         b = f"blocks.{i}."
         stream, attn, mid, ffn = (_mean_length(trace[b + p]) for p in ("resid_pre", "attn.out", "resid_mid", "ffn.out"))
-        rows.append(dict(block=i, stream=stream, attn=attn, mid=mid, ffn=ffn, attn_ratio=attn / stream, ffn_ratio=ffn / mid))
+        block_update = _mean_length(trace[b + "resid_post"] - trace[b + "resid_pre"])  # H' - H
+        rows.append(dict(block=i, stream=stream, attn=attn, mid=mid, ffn=ffn, attn_ratio=attn / stream, ffn_ratio=ffn / mid,
+                         block_update=block_update, block_ratio=block_update / stream))
     return rows
 
 
