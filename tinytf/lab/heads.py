@@ -24,7 +24,7 @@ from ..tracing import Trace
 
 PATTERNS = ("previous", "word_start", "first")
 PATTERN_NAMES = {"previous": "previous token (key i-1)", "word_start": "start of the current word",
-                 "first": "first byte (sink)"}
+                 "first": "first byte"}
 WORD = re.compile(rb"[A-Za-z0-9_']+")  # a word: a run of letters, digits, underscores and apostrophes
 
 
