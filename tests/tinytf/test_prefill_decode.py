@@ -134,6 +134,10 @@ def test_readings_print_what_the_prose_refers_to():
     assert st.pooled_ratio(10, 12) == 2.0
     st2 = StepTimes([10, 11, 20, 21], {"naive": [[1.96e-3, 1.96e-3, 3.44e-3, 3.44e-3]] * 2, "cached": [[1e-3] * 4] * 2})
     assert "naive 2.0 → 3.4 (about +70 %" in st2.reading((10, 12), (20, 22), "token")
+    # a half rounds away from zero, as a reader rounds it: 2.0 -> 4.5 is +125 %, about +130 %
+    from tinytf.lab.prefill_decode import percent
+    assert percent(4.5 / 2.0 * 100 - 100) == "about +130 %" and percent(-25.0) == "about −30 %" \
+        and percent(124.9) == "about +120 %" and percent(4.9) == "about 0 %"
     from tinytf.lab.prefill_decode import three_digits
     assert three_digits(11.83) == "11.8" and three_digits(120.4) == "120" and three_digits(0.9213) == "0.921" \
         and three_digits(12.0) == "12.0"

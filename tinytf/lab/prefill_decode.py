@@ -327,8 +327,9 @@ def change_percent(a: Spread, b: Spread) -> float:
 
 def percent(p: float) -> str:
     """A relative change between two timings, rounded to the nearest 10 % (the timings are not more precise),
-    signed: about +80 %, about −10 % (a minus sign), about 0 %."""
-    r = int(round(p / 10) * 10)
+    halves away from zero (+125 % is about +130 %, as a reader rounds it), signed: about +80 %, about −10 %
+    (a minus sign), about 0 %. A tiny tolerance keeps a quotient such as 4.5 / 2.0 - 1 = 1.2499999... a half."""
+    r = int(math.copysign(math.floor(abs(p) / 10 + 0.5 + 1e-9), p)) * 10
     return "about 0 %" if r == 0 else f"about {'+' if r > 0 else '−'}{abs(r)} %"
 
 
