@@ -125,6 +125,8 @@ def test_anti_diagonal_summary_matches_one_example_at_a_time():
     assert lo <= s["mean"][1].mean <= hi
     text = hs.format_anti_diagonal({"trained": s})
     assert text.splitlines()[0].split()[:3] == ["model", "block", "head"] and "x uniform share" in text
+    second = text.splitlines()[text.splitlines().index("") + 1]
+    assert second.split()[:2] == ["model", "block"] and "layer" not in text
     with pytest.raises(tinytf.TinyTFInputError):
         hs.anti_diagonal_summary(model, name, n_samples=1)
     with pytest.raises(tinytf.TinyTFInputError):

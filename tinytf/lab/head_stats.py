@@ -123,7 +123,7 @@ def anti_diagonal_summary(model, name: str = "reversal-2l", n_samples: int = 180
 
 def format_anti_diagonal(summaries: dict) -> str:
     """``{model name: anti_diagonal_summary}`` as two plain-text tables: each head's mean weight on the
-    anti-diagonal ± its standard error; then, per layer, the mean of the heads ± its standard error with the
+    anti-diagonal ± its standard error; then, per block, the mean of the heads ± its standard error with the
     5%-95% range over the examples, and the same as a multiple of the uniform share 1/S."""
     first = next(iter(summaries.values()))
     n_heads = len(first["heads"][0])
@@ -131,7 +131,7 @@ def format_anti_diagonal(summaries: dict) -> str:
     for name, s in summaries.items():
         for i, row in enumerate(s["heads"]):
             lines.append(f"{name:10} {i:>5}" + "".join(f"{c.mean:.3f} ± {c.sem:.3f}".rjust(15) for c in row))
-    lines += ["", f"{'model':10} {'layer':>5} {'mean of the heads':>18} {'5%-95% of examples':>19}"
+    lines += ["", f"{'model':10} {'block':>5} {'mean of the heads':>18} {'5%-95% of examples':>19}"
                   f" {'x uniform share':>16} {'5%-95% of examples':>19}"]
     for name, s in summaries.items():
         for i, (m, r, u, ur) in enumerate(zip(s["mean"], s["mean_range"], s["uniform_multiple"],
