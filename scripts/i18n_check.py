@@ -22,6 +22,7 @@ when anything is reported.
 from __future__ import annotations
 
 import re
+import unicodedata
 import sys
 from collections import Counter
 from pathlib import Path
@@ -78,13 +79,18 @@ _SENTENCE_END = re.compile(r"[。：？！；，]+$")
 
 
 def _bold_spacing_fixed(text: str) -> str:
-    """`text` with the punctuation that ends a bold run followed by spaces moved out of the bold, and the
-    spaces removed (see _BOLD)."""
+    """`text` with the punctuation that ends a bold run followed by spaces, or directly by a letter, moved out of
+    the bold, and the spaces removed (see _BOLD)."""
     def fix(m: re.Match) -> str:
         body = m.group("body")
         end = _SENTENCE_END.search(body)
         cut = end.start() if end else (len(body) - 1 if body.endswith("）") else None)
-        if not m.group("space") or cut is None or cut == 0:
+        if cut is None or cut == 0:
+            return m.group(0)
+        after = m.string[m.end():m.end() + 1]
+        # no space, but a letter right after the "**": it does not close either ("**说法。**注意力" shows the "**")
+        glued = after and not after.isspace() and not unicodedata.category(after).startswith(("P", "S"))
+        if not (m.group("space") or glued):
             return m.group(0)
         return f"**{body[:cut]}**{body[cut:]}"
     return _BOLD.sub(fix, text)
@@ -140,7 +146,7 @@ def problems(po_path: Path) -> list[str]:
                 out.append(f"space between Chinese text and a link in {short!r} (python scripts/i18n_check.py "
                            f"--fix-spacing)")
             if _bold_spacing_fixed(msgstr) != msgstr:
-                out.append(f"space after the full-width punctuation ending a bold run in {short!r} "
+                out.append(f"full-width punctuation ending a bold run before a space or a letter in {short!r} "
                            f"(python scripts/i18n_check.py --fix-spacing)")
         want, got = protected(msgid), protected(msgstr)
         if want != got:

@@ -240,7 +240,8 @@ def test_space_after_a_bold_run_ending_with_punctuation_fails_and_is_fixed(tmp_p
     """"**说法。** 注意力" is drawn "说法。 注意力" (a half-width space after a full-width full stop): it is reported in
     a Chinese catalogue, and --fix-spacing moves the punctuation out of the bold and drops the space, so that the
     closing "**" still closes ("**说法**。注意力"; an exercise's "**1.（简单）** 写" -> "**1.（简单**）写"); a bold
-    run that ends with a letter, or is not followed by a space, stays."""
+    run with no space after it but a letter ("**要点。**在") does not close either and is fixed the same way; a bold
+    run that ends with a letter, or is followed by punctuation, stays."""
     from babel.messages.catalog import Catalog
     from babel.messages.pofile import write_po
 
@@ -250,14 +251,17 @@ def test_space_after_a_bold_run_ending_with_punctuation_fails_and_is_fixed(tmp_p
     catalog.add("**The claim.** Attention mixes; **it** does.", "**说法。** 注意力做混合；**它** 确实如此。")
     catalog.add("**1. (easy)** Write `f`.", "**1.（简单）** 编写 `f`。")
     catalog.add("**Is it? (after chapter 5)** Read on.", "**是吗？（读完第 5 章后再看）** 往下读。")
+    catalog.add("**Takeaway.** It adds.", "**要点。**它做加法。")
+    catalog.add("**Note** (short).", "**注意。**（简短）")
     with po.open("wb") as handle:
         write_po(handle, catalog, width=0)
     found = i18n_check.problems(po)
-    assert len(found) == 3 and all(p.startswith("space after the full-width punctuation") for p in found)
-    assert i18n_check.fix_spacing(po) == 3
+    assert len(found) == 4 and all(p.startswith("full-width punctuation ending a bold run") for p in found)
+    assert i18n_check.fix_spacing(po) == 4
     assert i18n_check.problems(po) == []
     assert [m.string for m in read_catalog(po) if m.id] == [
-        "**说法**。注意力做混合；**它** 确实如此。", "**1.（简单**）编写 `f`。", "**是吗？（读完第 5 章后再看**）往下读。"]
+        "**说法**。注意力做混合；**它** 确实如此。", "**1.（简单**）编写 `f`。", "**是吗？（读完第 5 章后再看**）往下读。",
+        "**要点**。它做加法。", "**注意。**（简短）"]
 
 
 # ------------------------------------------------------------------------------------------ titles
