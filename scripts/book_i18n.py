@@ -86,6 +86,20 @@ def escape_block_start(msgstr: str) -> str:
     return msgstr[:hit.start(2)] + "\\" + msgstr[hit.start(2):]
 
 
+def page_catalog(transform: SphinxTransform):
+    """The translated catalogue of the page `transform` works on, or None (English build, or no catalogue)."""
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    config = transform.config
+    if not config.language or config.language == "en":
+        return None
+    domain = docname_to_domain(transform.env.docname, config.gettext_compact)
+    dirs = [path.join(transform.env.srcdir, d) for d in config.locale_dirs]
+    catalog, has_catalog = init_locale(dirs, config.language, domain)
+    return catalog if has_catalog else None
+
+
 class TranslateListLikeTitles(SphinxTransform):
     """Translate the section titles that Sphinx's ``Locale`` transform (priority 20) left in English because
     their msgstr parses as a list (``3. ...``) or another block rather than a paragraph."""
@@ -93,17 +107,11 @@ class TranslateListLikeTitles(SphinxTransform):
     default_priority = 21
 
     def apply(self, **kwargs) -> None:
-        from sphinx.locale import init as init_locale
         from sphinx.transforms.i18n import publish_msgstr
-        from sphinx.util.i18n import docname_to_domain
         from sphinx.util.nodes import extract_messages
 
-        if not self.config.language or self.config.language == "en":
-            return
-        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
-        dirs = [path.join(self.env.srcdir, d) for d in self.config.locale_dirs]
-        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
-        if not has_catalog:
+        catalog = page_catalog(self)
+        if catalog is None:
             return
         for node, msg in extract_messages(self.document):
             if not isinstance(node, nodes.title) or node.get("translated"):
@@ -133,18 +141,12 @@ class TranslateMathBlocks(SphinxTransform):
     default_priority = 19
 
     def apply(self, **kwargs) -> None:
-        from sphinx.locale import init as init_locale
-        from sphinx.util.i18n import docname_to_domain
         from sphinx.util.nodes import extract_messages
 
         from i18n_check import math_key
 
-        if not self.config.language or self.config.language == "en":
-            return
-        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
-        dirs = [path.join(self.env.srcdir, d) for d in self.config.locale_dirs]
-        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
-        if not has_catalog:
+        catalog = page_catalog(self)
+        if catalog is None:
             return
         for node, msg in extract_messages(self.document):
             if not isinstance(node, nodes.math_block) or node.get("translated"):
