@@ -156,10 +156,24 @@ def resize(page, width: int, height: int = 900, timeout_ms: int = 30_000) -> Non
     """Change the window's size as a reader does (rotating a tablet, widening or narrowing a window) and wait
     until the page's resize handlers have run (the figures' redraw, the marking of boxes that scroll sideways)
     and every figure has been drawn again for its new width."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
     page.set_viewport_size({"width": width, "height": height})
     page.evaluate(_AFTER_RESIZE_TIMERS, 250)
-    page.wait_for_function(_REFLOWED, timeout=timeout_ms)
+    try:
+        page.wait_for_function(_REFLOWED, timeout=timeout_ms)
+    except PlaywrightTimeoutError:
+        stale = page.evaluate(_STALE_FIGURES)
+        raise AssertionError(f"{timeout_ms / 1000:.0f} s after the window was resized to {width} px, figures are "
+                             f"still drawn for another width: {stale}") from None
     settle(page, timeout_ms)
+
+
+# what a failed resize() reports: each figure not drawn for its box's width, with its redraw queue's state
+_STALE_FIGURES = """() => !window.tinytfFigures ? [] : window.tinytfFigures.figures
+  .filter(r => document.body.contains(r.el) && r.box.clientWidth && Math.abs(r.width - Math.max(r.box.clientWidth, 200)) >= 2)
+  .map(r => ({ id: r.id, drawnFor: r.width, box: r.box.clientWidth, busy: !!(r.redraw && r.redraw.busy),
+               again: !!(r.redraw && r.redraw.again), playing: r.playing }))"""
 
 
 # ------------------------------------------------------------------ layout / accessibility audit

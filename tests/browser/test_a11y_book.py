@@ -205,6 +205,28 @@ def test_figures_reflow_when_the_window_widens(book_server, browser):
         page.context.close()
 
 
+_NARROW_ARTICLE = """(px) => { const main = document.querySelector('main') || document.body;
+  main.style.maxWidth = px + 'px';
+  return window.tinytfFigures.figures.filter(r => r.box.clientWidth).map(r => r.width); }"""
+
+
+def test_figures_reflow_when_the_article_narrows_without_a_window_resize(book_server, browser):
+    """The article's width changes while the window's does not (the reader hides a side bar; a notebook panel is
+    dragged; the layout settles after a resize was handled): every shown figure is drawn again for its box."""
+    page, errors, remote, _ = book_browser.open_page(browser, book_url(RESIZED_PAGE), viewport=(1280, 900))
+    try:
+        before = page.evaluate("() => window.tinytfFigures.figures.filter(r => r.box.clientWidth).map(r => r.width)")
+        assert before and min(before) > 500, before  # drawn wide at 1280 px
+        page.evaluate(_NARROW_ARTICLE, 420)
+        page.wait_for_function(book_browser._REFLOWED, timeout=30_000)
+        book_browser.settle(page)
+        after = page.evaluate("() => window.tinytfFigures.figures.filter(r => r.box.clientWidth).map(r => r.width)")
+        assert after and max(after) <= 420, after  # every shown figure now fits the narrowed article
+        assert not errors and not remote, (errors, remote)
+    finally:
+        page.context.close()
+
+
 def test_index_page_is_a_page(book_html, browser):
     """index.html forwards to the landing page and is a page axe accepts (lang, title, landmark)."""
     html = (book_html / "index.html").read_text(encoding="utf-8")

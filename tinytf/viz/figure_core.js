@@ -1041,6 +1041,7 @@ var tinytfCore = (function () {
     figures.push(rec);
     el._tinytf = rec;
     watch();
+    watchBox(rec);
     if (rec.frames.length) { syncControls(rec); }
     return render(rec);
   }
@@ -1050,21 +1051,30 @@ var tinytfCore = (function () {
   function redrawAll(onlyResized) {
     figures.forEach(function (rec) {
       if (!document.body.contains(rec.el)) { return; }
+      if (onlyResized && !rec.box.clientWidth) { return; }  // hidden (a closed dropdown): drawn when shown
       var w = Math.max(rec.box.clientWidth || 300, 200);
       if (onlyResized && Math.abs(w - rec.width) < 2) { return; }
       if (rec.playing) { stop(rec); }
       render(rec);
     });
   }
+  function redrawSoon() {
+    clearTimeout(pending);
+    pending = setTimeout(function () { redrawAll(true); }, 150);
+  }
+  // A figure's box can change width without a window resize: the reader hides the book's side bar, a
+  // notebook panel is dragged wider, or the page's layout settles after the resize event was handled
+  // (seen on a loaded machine: figures kept the width measured mid-layout). Each box is watched itself;
+  // the window's resize event stays for browsers without ResizeObserver. A redraw only sets the box's
+  // height, so the observer's answer to it is skipped by redrawAll (same width).
+  var boxes = typeof ResizeObserver === "function" ? new ResizeObserver(redrawSoon) : null;
+  function watchBox(rec) { if (boxes) { boxes.observe(rec.box); } }
   // started by the first draw (the book's, the static panel's or the live widget's)
   var watching = false;
   function watch() {
     if (watching) { return; }
     watching = true;
-    window.addEventListener("resize", function () {
-      clearTimeout(pending);
-      pending = setTimeout(function () { redrawAll(true); }, 150);
-    });
+    window.addEventListener("resize", redrawSoon);
     var lastTheme = document.documentElement.getAttribute("data-theme") + " " + isDark();
     var modes = new MutationObserver(function () {
       var now = document.documentElement.getAttribute("data-theme") + " " + isDark();
