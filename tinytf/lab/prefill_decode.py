@@ -161,6 +161,17 @@ class PhaseTiming:
         """Decode / prefill time per token, one ratio per repeat (its median decode step / its prefill per token)."""
         return Spread.of(statistics.median(d) / (p / self.prompt_len) for p, d in zip(self.prefill, self.decode))
 
+    def decode_budget(self, cfg, read_rate: float) -> tuple:
+        """The decode step's median (ms), how long its counted FLOPs would take at prefill's arithmetic rate, and
+        how long reading its counted bytes would take at ``read_rate`` (bytes per second): three strings in ms,
+        as ``report`` prints them (each computed from the values as printed, to two significant digits)."""
+        pre, dec = step_cost(cfg, new=self.prompt_len), step_cost(cfg, new=1, past=self.prompt_len)
+        pre_rate = float(two_digits(pre.flops / self.prefill_seconds / 1e9, keep_zeros=True)) * 1e9
+        arith_ms = two_digits(float(f"{dec.flops / 1e6:.1f}") * 1e6 / pre_rate * 1e3, keep_zeros=True)
+        read_s = two_digits(read_rate / 1e9, keep_zeros=True)
+        read_ms = two_digits(float(f"{dec.bytes / 1e6:.1f}") * 1e6 / (float(read_s) * 1e9) * 1e3, keep_zeros=True)
+        return self.decode_spread().scaled(1e3).median_str(), arith_ms, read_ms
+
     def report(self, label: str, cfg, read_rate: float | None = None) -> str:
         """The measured times of both phases, the arithmetic rate each achieved (counted FLOPs / median time,
         from ``step_cost``) and their reading in full sentences: how many prefill tokens' time a decode token
@@ -191,7 +202,7 @@ class PhaseTiming:
         if read_rate:
             read_s = two_digits(read_rate / 1e9, keep_zeros=True)
             mb = f"{dec.bytes / 1e6:.1f}"
-            read_ms = two_digits(float(mb) * 1e6 / (float(read_s) * 1e9) * 1e3, keep_zeros=True)
+            read_ms = self.decode_budget(cfg, read_rate)[2]
             share = two_digits((float(arith_ms) + float(read_ms)) / float(step_ms), keep_zeros=True)
             last += (f", and reading its {mb} MB at the measured read rate of {read_s} GB/s {read_ms} ms; the decode "
                      f"step took {step_ms} ms, of which the two estimates together make ({arith_ms} + {read_ms}) / "
@@ -308,9 +319,13 @@ class StepTimes:
         if n_flat or (not c_flat and abs(pn) <= abs(pc)):
             compare = "The naive line changes no more than the cached one"
         else:
+            # the cached line changes beyond its spread, but by a smaller fraction than the naive one: in the
+            # same direction ("rises too") or in the opposite one ("falls instead")
+            same = (pc > 0) == (pn > 0)
             compare = (f"The naive line {'climbs' if pn > 0 else 'falls'}; the cached one "
                        + ("stays within the spread of its step times" if c_flat else
-                          f"{'rises' if pc > 0 else 'falls'} less"))
+                          f"{'rises' if pc > 0 else 'falls'} {'too' if same else 'instead'} (beyond the spread, "
+                          "but by a smaller fraction)"))
         grows = "grows" if r1.median > r0.median else "does not grow"
         compare += f"; the ratio naive / cached {grows}, from {r0.median_str()} to {r1.median_str()}."
         share = two_digits(self.fraction(*last).median, keep_zeros=True)

@@ -435,8 +435,8 @@ class Preset:
 PRESETS = {
     ("induction", "tiny"): Preset(
         checkpoint="induction-2l",
-        description="2-layer decoder, one head per layer (d_model 64, RoPE), trained to continue a repeated "
-                    "random letter sequence: layer 0 is a previous-token head, layer 1 an induction head",
+        description="2-layer decoder, one head per block (d_model 64, RoPE), trained to continue a repeated "
+                    "random letter sequence: block 0 holds a previous-token head, block 1 an induction head",
         config=TinyConfig(vocab_size=T.VOCAB_SIZE, d_model=64, n_layers=2, n_heads=1, d_ff=128, max_seq_len=64),
         task=T.InductionTask(min_length=4, max_length=16, rule_prob=0.5),
         steps=4000, lr=3e-3, batch_size=32, schedule="constant",
