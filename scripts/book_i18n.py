@@ -239,7 +239,7 @@ def page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:
                            f'<div lang="en">\n{body}\n</div>')
 
 
-ZH_INDEX = {'<html lang="en">': '<html lang="zh-CN">', "The book starts at": "本书从这里开始："}
+ZH_INDEX = {'<html lang="en">': '<html lang="zh-CN">', "The book starts at ": "本书从这里开始：", "</a>.</p>": "</a>。</p>"}
 
 
 def sidebar_captions(app: Sphinx) -> dict:

@@ -265,7 +265,7 @@ INDEX_HTML = """<!DOCTYPE html>
 <body>
 <main>
 <h1>{title}</h1>
-<p>The book starts at <a href="{target}">{target}</a>.</p>
+<p>The book starts at <a href="{target}">{link}</a>.</p>
 </main>
 </body>
 </html>
@@ -284,8 +284,12 @@ def write_index(app: Sphinx, exception) -> None:
         return
     if path.is_file() and "http-equiv" not in path.read_text(encoding="utf-8", errors="replace")[:400].lower():
         return  # a real page called index
-    title = html.escape(str(app.config.project or "The book"))
-    path.write_text(INDEX_HTML.format(target=f"{root}.html", title=title), encoding="utf-8")
+    # Jupyter Book puts the book's title in html_title (its `project` stays "Project name not set"); the link names
+    # the root page by its title (both as the edition's language has them)
+    title = html.escape(str(app.config.html_title or app.config.project or "The book"))
+    root_title = app.env.titles.get(root)
+    link = html.escape(root_title.astext() if root_title is not None else f"{root}.html")
+    path.write_text(INDEX_HTML.format(target=f"{root}.html", title=title, link=link), encoding="utf-8")
 
 
 def lazy_assets_off_pages(app: Sphinx, config) -> None:

@@ -371,6 +371,26 @@ def test_chinese_edition_built_clean(book_html):
         assert "WARNING" not in log.read_text(encoding="utf-8")
 
 
+def test_index_pages_name_the_book_in_their_language(book_html):
+    """index.html (the page a reader who types the folder's address sees for an instant, and what a browser tab and
+    a bookmark keep) carries the book's title and names the first page, in each edition's language."""
+    import re
+
+    for index, lang, starts in ((book_html / "index.html", "en", "The book starts at "),
+                                (book_html / "zh" / "index.html", "zh-CN", "本书从这里开始：")):
+        text = index.read_text(encoding="utf-8")
+        assert f'<html lang="{lang}">' in text
+        title = re.search(r"<title>([^<]*)</title>", text).group(1)
+        assert "tinytf" in title and "not set" not in title, title
+        intro = (index.parent / "intro.html").read_text(encoding="utf-8")
+        assert title in re.search(r"<title>([^<]*)</title>", intro).group(1)  # the edition's own book title
+        link = re.search(r'<a href="intro.html">([^<]*)</a>', text).group(1)
+        assert starts in text and link != "intro.html", text
+    zh = (book_html / "zh" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r"[\u4e00-\u9fff]", re.search(r"<title>([^<]*)</title>", zh).group(1))
+    assert "</a>。</p>" in zh
+
+
 def test_no_compiled_catalogue_in_the_source_tree():
     """Sphinx compiles .mo files next to the .po files it reads: those are the copies in _build/zh."""
     assert not list((ROOT / "locales").rglob("*.mo"))
