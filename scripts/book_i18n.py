@@ -54,7 +54,13 @@ ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "_templates"
 ZH_DIR = "zh"  # the Chinese edition's folder inside the English one
 API_DOC = "chapters/api"
-API_NOTE_ZH = "本页由代码中的英文文档字符串（docstring）自动生成，因此保持英文。"
+API_NOTE_ZH = ("本页由 tinytf 代码中的英文文档字符串（docstring）自动生成，因此正文保持英文。页面的编排与本书一致："
+               "先是<strong>模型核心</strong>（<code>tinytf/*.py</code>，按各章讲授的顺序），然后是<strong>实验室</strong>"
+               "（<code>tinytf/lab/</code>：任务与训练、检查点、测量、计算器、互操作与练习），最后是<strong>图形</strong>"
+               "（<code>tinytf/viz/</code>）。各章用到的一切也都能直接从 <code>tinytf</code> 导入，"
+               "例如 <code>tinytf.TinyConfig</code>、<code>tinytf.generate</code>。文档字符串中的形状字母："
+               "B 批大小，T 查询位置数，S 键位置数，C 即 <code>d_model</code>，H 头数，H_kv 键/值头数，D 每头维度，"
+               "F 即 <code>d_ff</code>，V 词表大小。")
 API_TITLE_ZH = "API 参考"  # the API page's title in the Chinese edition (its content stays English)
 # attributes that sphinx-book-theme's templates write in English without a gettext call; their msgids are in
 # locales/zh_CN/LC_MESSAGES/sphinx.po
@@ -235,8 +241,13 @@ def page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:
     context["tinytf_edition_switch"] = other_edition(app, pagename)
     if is_chinese(app.config) and pagename == API_DOC and "body" in context:
         body = context["body"].replace("<h1>", '<h1 lang="zh-CN">', 1)  # API_TITLE_ZH in the English content
-        context["body"] = (f'<p class="tinytf-lang-note" lang="zh-CN">{API_NOTE_ZH}</p>\n'
-                           f'<div lang="en">\n{body}\n</div>')
+        # the title, then the Chinese note (what the page holds), then the English content
+        end = body.find("</h1>") + len("</h1>")
+        title, rest = (body[:end], body[end:]) if end > len("</h1>") else ("", body)
+        close = rest.rstrip()
+        close, tail = (close[:-len("</section>")], "</section>") if close.endswith("</section>") else (close, "")
+        context["body"] = (f'{title}\n<p class="tinytf-lang-note" lang="zh-CN">{API_NOTE_ZH}</p>\n'
+                           f'<div lang="en">\n{close}\n</div>{tail}\n')
 
 
 ZH_INDEX = {'<html lang="en">': '<html lang="zh-CN">', "The book starts at ": "本书从这里开始：", "</a>.</p>": "</a>。</p>"}
