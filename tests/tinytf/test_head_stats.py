@@ -136,3 +136,17 @@ def test_anti_diagonal_summary_matches_one_example_at_a_time():
 def test_anti_diagonal_summary_of_an_untrained_model_is_near_uniform():
     s = hs.anti_diagonal_summary(tinytf.pretrained.untrained("reversal-2l"), n_samples=18)
     assert all(abs(m.mean - 1) < 0.05 for m in s["uniform_multiple"])
+
+
+def test_stratified_sem_counts_only_the_spread_within_each_group():
+    # two groups of three: the groups' means differ a lot, the values within a group barely
+    values = [1.0, 1.1, 0.9, 5.0, 5.1, 4.9]
+    groups = [4, 4, 4, 8, 8, 8]
+    by_hand = math.sqrt(sum((0.5 ** 2) * 0.01 / 3 for _ in range(2)))  # W = 1/2, s^2 = 0.01 within each group
+    assert math.isclose(hs.stratified_sem(values, groups), by_hand, rel_tol=1e-9)
+    assert hs.stratified_sem(values, groups) < 0.1 * hs.spread(values).sem  # the plain one includes the groups
+    assert hs.stratified_sem([1.0, 2.0, 3.0], [4, 4, 5]) == hs.spread([1.0, 2.0, 3.0]).sem  # a group of one
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.stratified_sem([1.0, 2.0], [4])
+    s = hs.anti_diagonal_summary(tinytf.pretrained.untrained("reversal-2l"), n_samples=18)  # 2 per length
+    assert len(s["heads_se"][0]) == len(s["heads"][0]) and len(s["mean_se"]) == len(s["mean"])

@@ -50,6 +50,25 @@ def spread(values) -> Spread:
     return Spread(float(v.mean()), float(v.std(unbiased=False)), int(v.numel()))
 
 
+def stratified_sem(values, groups) -> float:
+    """Standard error of the mean of ``values`` when the examples were drawn in fixed numbers per group
+    (``groups``: one label per value, such as the length): SE^2 = sum over groups of W_g^2 s_g^2 / n_g, with
+    W_g = n_g / N and s_g^2 the sample variance (n_g - 1) within group g. Only the spread within each group
+    counts, since another draw of the same design has the same mix of groups. Falls back to the plain standard
+    error (``Spread.sem``) when a group has fewer than 2 values."""
+    v = torch.as_tensor(list(values) if not torch.is_tensor(values) else values, dtype=torch.float64).flatten()
+    groups = list(groups)
+    if len(groups) != v.numel():
+        raise TinyTFInputError(f"stratified_sem: {v.numel()} values but {len(groups)} group labels")
+    labels = sorted(set(groups))
+    members = {g: [i for i, x in enumerate(groups) if x == g] for g in labels}
+    if any(len(idx) < 2 for idx in members.values()):
+        return spread(v).sem
+    n = v.numel()
+    return math.sqrt(sum((len(idx) / n) ** 2 * float(v[idx].var(unbiased=True)) / len(idx)
+                         for idx in members.values()))
+
+
 @torch.no_grad()
 def induction_summary(model, name: str, n_samples: int = 100, first_seed: int = 1, length: int = 10) -> dict:
     """Run ``model`` on ``n_samples`` fresh examples ``tinytf.pretrained.sample_input(name, seed, length)``
@@ -87,9 +106,16 @@ def anti_diagonal_summary(model, name: str = "reversal-2l", n_samples: int = 180
     example, each cross-attention head's mean weight on the anti-diagonal cells (target j, source L-1-j), as
     ``tinytf.tasks.cell_mass`` does, and that weight divided by the uniform share 1/S (S = L + 1 source positions).
 
+    The examples are stratified by length (a fixed number per length), so besides each ``Spread`` (whose ``sem``
+    treats the lengths as drawn at random) the summary gives the stratified standard error of every mean,
+    ``stratified_sem``: the spread within each length only, which is what another draw of the same design would
+    vary by.
+
     Returns {"heads": [[Spread per head] per layer], "mean": [Spread of the mean of the heads, per layer],
     "mean_range": [(5%, 95%) of that mean over the examples, per layer], "uniform_multiple": [Spread per layer],
-    "uniform_multiple_range": [(5%, 95%) per layer], "lengths": [L per example], "n": n_samples}."""
+    "uniform_multiple_range": [(5%, 95%) per layer], "heads_se", "mean_se", "uniform_multiple_se": the stratified
+    standard errors of the same means (nested as "heads", "mean", "uniform_multiple"), "lengths": [L per example],
+    "n": n_samples}."""
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
         raise TinyTFInputError(f"anti_diagonal_summary: n_samples must be an int >= 2, got {n_samples!r}")
     task = P.info(name).get("task", {})
@@ -118,26 +144,31 @@ def anti_diagonal_summary(model, name: str = "reversal-2l", n_samples: int = 180
     return {"heads": [[spread(w[:, i, h]) for h in range(w.shape[2])] for i in range(n_layers)],
             "mean": [spread(mean[:, i]) for i in range(n_layers)], "mean_range": ranges(mean),
             "uniform_multiple": [spread(multiple[:, i]) for i in range(n_layers)],
-            "uniform_multiple_range": ranges(multiple), "lengths": lengths, "n": n_samples}
+            "uniform_multiple_range": ranges(multiple),
+            "heads_se": [[stratified_sem(w[:, i, h], lengths) for h in range(w.shape[2])] for i in range(n_layers)],
+            "mean_se": [stratified_sem(mean[:, i], lengths) for i in range(n_layers)],
+            "uniform_multiple_se": [stratified_sem(multiple[:, i], lengths) for i in range(n_layers)],
+            "lengths": lengths, "n": n_samples}
 
 
 def format_anti_diagonal(summaries: dict) -> str:
     """``{model name: anti_diagonal_summary}`` as two plain-text tables: each head's mean weight on the
-    anti-diagonal ± its standard error; then, per block, the mean of the heads ± its standard error with the
-    5%-95% range over the examples, and the same as a multiple of the uniform share 1/S."""
+    anti-diagonal ± its stratified standard error (``stratified_sem``, within each length); then, per block, the
+    mean of the heads ± its stratified standard error with the 5%-95% range over the examples, and the same as a
+    multiple of the uniform share 1/S."""
     first = next(iter(summaries.values()))
     n_heads = len(first["heads"][0])
     lines = [f"{'model':10} {'block':>5}" + "".join(f"{'head ' + str(h):>15}" for h in range(n_heads))]
     for name, s in summaries.items():
-        for i, row in enumerate(s["heads"]):
-            lines.append(f"{name:10} {i:>5}" + "".join(f"{c.mean:.3f} ± {c.sem:.3f}".rjust(15) for c in row))
+        for i, (row, ses) in enumerate(zip(s["heads"], s["heads_se"])):
+            lines.append(f"{name:10} {i:>5}" + "".join(f"{c.mean:.3f} ± {se:.3f}".rjust(15) for c, se in zip(row, ses)))
     lines += ["", f"{'model':10} {'block':>5} {'mean of the heads':>18} {'5%-95% of examples':>19}"
                   f" {'x uniform share':>16} {'5%-95% of examples':>19}"]
     for name, s in summaries.items():
-        for i, (m, r, u, ur) in enumerate(zip(s["mean"], s["mean_range"], s["uniform_multiple"],
-                                              s["uniform_multiple_range"])):
-            lines.append(f"{name:10} {i:>5} {f'{m.mean:.3f} ± {m.sem:.3f}':>18} {f'{r[0]:.2f} to {r[1]:.2f}':>19}"
-                         f" {f'{u.mean:.2f} ± {u.sem:.2f}':>16} {f'{ur[0]:.1f} to {ur[1]:.1f}':>19}")
+        for i, (m, mse, r, u, use, ur) in enumerate(zip(s["mean"], s["mean_se"], s["mean_range"], s["uniform_multiple"],
+                                                        s["uniform_multiple_se"], s["uniform_multiple_range"])):
+            lines.append(f"{name:10} {i:>5} {f'{m.mean:.3f} ± {mse:.3f}':>18} {f'{r[0]:.2f} to {r[1]:.2f}':>19}"
+                         f" {f'{u.mean:.2f} ± {use:.2f}':>16} {f'{ur[0]:.1f} to {ur[1]:.1f}':>19}")
     return "\n".join(lines)
 
 
