@@ -156,7 +156,7 @@ def review(block) -> list:
                         "chapter 11"))
     if b["ffn"] not in GATED_FFNS:
         gaps.append(Gap("FFN gating", f"two-matrix {b['ffn'].upper()} MLP", "gated FFN (SwiGLU)",
-                        "a gate SiLU(x W_gate) decides per input which hidden units pass; gated FFNs reached lower "
+                        "a gate SiLU(x W_gate) scales each hidden unit per input, up, down or to near zero; gated FFNs reached lower "
                         "perplexity than ReLU/GELU FFNs at the same parameter count (Shazeer 2020; adopted by Llama, PaLM)", "chapter 4"))
     r = b["d_ff"] / b["d_model"]
     lo, hi = RATIO_RANGE
