@@ -78,6 +78,7 @@ def test_depth_profile_measures_what_measure_layers_measures():
     stream = torch.randn(2, 4, 32)
     m = tinytf.experiments.measure_layers(model, ids, targets, stream)
     assert p.grad_norm[1] == pytest.approx(m.grad_norm, rel=1e-6)
+    assert p.input_rms[1] == pytest.approx(ne.stream_rms(stream), rel=1e-9)  # the stream entering block 0
     assert p.median("activation_rms") == pytest.approx(
         [0.5 * (a + b) for a, b in zip(*p.activation_rms)], rel=1e-9)
 

@@ -29,7 +29,7 @@ from ..errors import TinyTFInputError
 from ..hooks import Hook
 from ..models import TinyTransformer, init_weights
 from ..norms import LayerNorm, RMSNorm, is_norm
-from .experiments import measure_layers, one_thread
+from .experiments import measure_layers, one_thread, stream_rms
 
 NORM_CHOICES = ("none", "layer", "rms")
 
@@ -112,6 +112,7 @@ class DepthProfile:
     activation_rms: list = field(default_factory=list)  # per seed: per block, RMS of the stream leaving it
     grad_norm: list = field(default_factory=list)  # per seed: per block, L2 norm of its weight gradient
     loss: list = field(default_factory=list)  # per seed
+    input_rms: list = field(default_factory=list)  # per seed: RMS of the random stream entering block 0
 
     def median(self, what: str) -> list:
         """Per block, the median over seeds of ``what`` ("activation_rms" or "grad_norm"); inf or nan as
@@ -174,6 +175,7 @@ def depth_profile(norm: str, n_layers: int = 48, seeds=(0, 1, 2), init_std: floa
             profile.activation_rms.append(m.activation_rms)
             profile.grad_norm.append(m.grad_norm)
             profile.loss.append(m.loss)
+            profile.input_rms.append(stream_rms(stream))
     return profile
 
 
