@@ -358,7 +358,7 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
     "†", sizes to 2 significant digits (in e-notation, 6.2e+03, which the nbval comparison reads as one number:
     9.9e+03 against 1.0e+04 is one unit of the last digit). Where the two runs differ by more than ``FLOAT64_DIGIT_GAP`` (3%), a
     last-bit change of the weights or inputs, which perturbs the computation about as much as float32 rounding
-    does, moves the float64 values too: sizes get 1 significant digit and the seeds' own values (the seed
+    does, moves the float64 values too: sizes get 1 significant digit, similarities 2 decimals, and the seeds' own values (the seed
     ranges) are not shown ("—"). ``legend=False`` leaves out the lines under the table that explain these
     marks (for a table after the first that uses them)."""
     unknown = [c for c in columns if c not in COLUMNS]
@@ -405,7 +405,8 @@ def _cell(column: str, p: LayerProfile, columns) -> str:
 def _format_float64(value, spec: str, coarse: bool = False) -> str:
     """A value of an ill-conditioned row's float64 run, marked "†": sizes (and their seed ranges) to 2 significant
     digits, factors and similarities as in a reproducible row. ``coarse`` (the float32 and float64 runs differ by
-    more than ``FLOAT64_DIGIT_GAP``): sizes to 1 significant digit, no seed range ("—")."""
+    more than ``FLOAT64_DIGIT_GAP``): sizes to 1 significant digit, similarities to 2 decimals, no seed range ("—");
+    a per-layer factor keeps its 2 decimals (the (L-1)th root of the ratio moves far less than the ratio)."""
     if spec.startswith("range"):
         if coarse:
             return "—"
@@ -413,6 +414,8 @@ def _format_float64(value, spec: str, coarse: bool = False) -> str:
             return "†" + "–".join(f"{v:#.2g}".rstrip(".") for v in value)
     if spec.startswith("#"):
         return "†" + (format(value, ".1g") if coarse else format(value, "#.2g").rstrip("."))
+    if coarse and spec == ".3f":  # a similarity moves with the float64 values too: 2 decimals
+        return "†" + format(value, ".2f")
     return "†" + _format_value(value, spec, False)
 
 
