@@ -252,6 +252,35 @@ def test_bare_tags_detector():
     assert bare_tags("```python\nx = '<pad>'\n```\n$a<b>c$") == []
 
 
+# Sphinx's gettext builder does not extract a markdown table that sits inside a directive ({dropdown},
+# {admonition}, {note} ...): its cells would stay English in the Chinese edition. Such content is written as a
+# list, or the table is moved out of the directive.
+DIRECTIVE = re.compile(r"^(`{3,}|:{3,})\{[^}]+\}[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)+\|?\s*$", re.M)
+
+
+def tables_in_directives(markdown: str) -> list:
+    return [m.group(0).splitlines()[0] for m in DIRECTIVE.finditer(markdown) if TABLE_RULE.search(m.group(2))]
+
+
+def test_tables_in_directives_detector():
+    assert tables_in_directives("````{dropdown} Names\n| a | b |\n|---|---|\n| 1 | 2 |\n````\n") == ["````{dropdown} Names"]
+    assert tables_in_directives(":::{note}\n| a | b |\n| :-- | --: |\n:::\n") == [":::{note}"]
+    assert tables_in_directives("| a | b |\n|---|---|\n\n```{note}\n- a list\n```\n") == []
+
+
+@pytest.mark.parametrize("name", [n for n in toc_docnames() if doc_source(n) is not None])
+def test_no_markdown_table_inside_a_directive(name):
+    path = doc_source(name)
+    if path.suffix == ".ipynb":
+        sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    else:
+        sources = [path.read_text(encoding="utf-8")]
+    hits = [d for source in sources for d in tables_in_directives(source)]
+    assert not hits, (f"{name}: a table inside {hits}: gettext does not extract it, so it stays English in "
+                      "the Chinese edition; write it as a list or move it out of the directive")
+
+
 @pytest.mark.parametrize("name", [n for n in toc_docnames() if doc_source(n) is not None])
 def test_markdown_has_no_bare_angle_bracket_words(name):
     path = doc_source(name)
