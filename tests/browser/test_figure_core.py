@@ -214,3 +214,57 @@ def test_ffn_figure_stays_drawn_to_scale(browser, book_html, width):
         assert not console_errors, console_errors
     finally:
         page.context.close()
+
+
+# --------------------------------------------------------------------------- long legend names at phone width
+# A legend entry is one line of SVG text: Plotly wraps a horizontal legend between its entries, never inside
+# one, so a name wider than the phone's figure left it (chapter 9's "Llama-3-style + post-norm, W 100, lr 0.008"
+# did). The core breaks long names at spaces on narrow figures; the audit of the book's pages (text inside the
+# figure, no overlap, every subplot at least 120 px wide) must hold for a figure drawn from such a spec.
+
+LONG_NAMES = ["Llama-3-style + post-norm, warm-up 100 steps, lr 0.008, seeds 0 to 2",
+              "2017 block + pre-norm, warm-up 16 steps, peak learning rate 0.004",
+              "short"]
+
+
+def _legend_spec(legend: dict) -> dict:
+    return {"data": [{"type": "scatter", "mode": "lines", "name": n, "x": [0, 1, 2], "y": [i, i + 1, i + 3]}
+                     for i, n in enumerate(LONG_NAMES)],
+            "layout": {"title": {"text": "loss"}, "height": 420, "legend": legend,
+                       "margin": {"l": 60, "r": 20, "t": 80, "b": 60}}}
+
+
+@pytest.mark.parametrize("legend", [{"orientation": "h", "y": -0.2}, {}], ids=["below", "right"])
+def test_long_legend_names_stay_inside_a_phone_width_figure(browser, legend):
+    from pathlib import Path
+
+    import plotly
+
+    import book_browser
+
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head>"
+                         "<body style='margin:0;width:343px;padding:16px'>"
+                         "<div id='fig' class='plotly-graph-div tinytf-figure'></div></body></html>")
+        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
+                            .read_text(encoding="utf-8"))
+        page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }",
+                      _legend_spec(legend))
+        page.wait_for_function("() => !!document.querySelector('#fig svg.main-svg .legend')")
+        assert page.evaluate("() => document.querySelectorAll('.plotly-graph-div svg.main-svg').length") >= 1
+        problems = book_browser.audit(page)
+        assert not problems, problems
+        # the names are still all there, in order, only broken into lines
+        shown = page.evaluate("() => [...document.querySelectorAll('#fig .legend .traces')]"
+                              ".map(t => [...t.querySelectorAll('text tspan.line')].map(s => s.textContent).join(' ')"
+                              " || t.querySelector('text').textContent)")
+        assert [" ".join(s.split()) for s in shown] == LONG_NAMES, shown
+        assert not errors, errors
+    finally:
+        context.close()

@@ -242,7 +242,9 @@ var tinytfCore = (function () {
   }
   function legendWidth(f, size) {
     var w = 0;
-    legendEntries(f).forEach(function (t) { w += textWidth(t.name, size) + 50; });
+    legendEntries(f).forEach(function (t) {
+      w += Math.max.apply(null, String(t.name).split(/<br\s*\/?>/i).map(function (l) { return textWidth(l, size); })) + 50;
+    });
     return w;
   }
   function tickRoom(f, s, width) {  // px under a subplot for its x tick labels (turned when they collide)
@@ -508,8 +510,15 @@ var tinytfCore = (function () {
   function placeLegend(c) {
     var L = c.L, m = c.m, legendH = 0;
     if (L.showlegend !== false && legendEntries(c.f).length) {
-      var rows = Math.max(1, Math.ceil(legendWidth(c.f, 12) / Math.max(c.width - 20, 100)));
-      legendH = rows * 22 + 6;
+      // plotly wraps a horizontal legend between entries, never inside one: a name wider than the figure
+      // (beside its 40 px symbol) is broken at spaces, as the titles are
+      var size = (L.legend && L.legend.font && L.legend.font.size) || 12, lines = 0;
+      legendEntries(c.f).forEach(function (t) {
+        t.name = wrap(t.name, Math.max(c.width - 70, 80), size);
+        lines += String(t.name).split(/<br\s*\/?>/i).length - 1;
+      });
+      var rows = Math.max(1, Math.ceil(legendWidth(c.f, size) / Math.max(c.width - 20, 100)));
+      legendH = (rows + lines) * 22 + 6;
       L.legend = Object.assign({}, L.legend || {}, { orientation: "h", x: 0, xanchor: "left", y: -4 / c.newPlotH,
                                                      yanchor: "top" });
     }
