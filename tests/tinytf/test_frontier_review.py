@@ -84,3 +84,6 @@ def test_frontier_wording_has_no_verdict():
     # the trade-off lines are scoped, not universal
     qk = frontier_review("DeepSeek-V3")[0].why
     assert "can saturate" in qk and "report" in qk and "without it" in qk
+    # an MLA block has no key head to normalise: its trade-off says so, a plain block's does not
+    assert "QK-Clip" in qk and "absorbed" in qk
+    assert "QK-Clip" not in frontier_review("Mixtral 8x7B")[0].why

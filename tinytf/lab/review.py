@@ -256,6 +256,12 @@ class FrontierFeature:
 FRONTIER_FEATURES = ("QK-norm", "MLA or sliding window", "MoE")
 
 
+#: why an MLA block has no QK-norm: not a free choice there
+_MLA_QK = ("; with MLA it is not a free choice: the per-head keys are never formed at inference (W_UK is absorbed "
+           "into the query), so there is no key head to normalise, and Kimi K2 (Kimi Team 2025) bounds the logits "
+           "instead with QK-Clip, rescaling the query and key weights during training")
+
+
 def frontier_review(block) -> list:
     """The features of the chapter's frontier block that ``block`` does not use: QK-norm, a KV cache that
     does not grow with every layer's K/V heads (MLA or local sliding-window layers), and a sparse
@@ -270,7 +276,8 @@ def frontier_review(block) -> list:
             "RMSNorm on each query and key head before RoPE (Qwen3, Gemma 3; OLMo 2 over all heads)",
             "growing q . k logits can saturate the softmax; Dehghani et al. (2023) and Wortsman et al. (2024) report "
             "training instabilities of this kind that normalising q and k removed; it costs two gain vectors per "
-            "layer, and many models train stably without it", FRONTIER_CHAPTER))
+            "layer, and many models train stably without it" + (_MLA_QK if b.get("mla") is not None else ""),
+            FRONTIER_CHAPTER))
     if b.get("mla") is None and b.get("sliding_window") is None:
         absent.append(FrontierFeature(
             "MLA or sliding window", f"every layer caches {b['n_kv_heads']} K/V heads for every position",
