@@ -64,3 +64,18 @@ def test_activation_curves_and_slopes():
     z, y, slope = curves["ReLU (2017 MLP)"]
     assert torch.equal(y, torch.relu(z)) and bool((slope[z < 0] == 0).all()) and bool((slope[z > 0] == 1).all())
     assert len(activation_figure().data) == 6  # value and slope for each of the three
+
+
+def test_depth_rms_figure_draws_the_median_and_stops_at_the_overflow():
+    from tinytf.lab import norm_experiments as ne
+    from tinytf.viz.norms import depth_rms_figure
+
+    profiles = [ne.depth_profile(norm, n_layers=8, seeds=(0,), init_std=1 / 8) for norm in ("none", "rms")]
+    fig = depth_rms_figure(profiles)
+    for trace, p in zip(fig.data, profiles):
+        median = p.median("activation_rms")
+        finite = [v for v in median if np.isfinite(v)]
+        assert len(trace.y) == len(finite) == 1 + max(i for i, v in enumerate(median) if np.isfinite(v))
+        assert np.allclose(trace.y, finite)
+    assert len(fig.data[0].y) < 8 and len(fig.data[1].y) == 8  # no norm: overflows within 8 blocks
+    assert fig.layout.yaxis.type == "log"

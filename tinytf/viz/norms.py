@@ -50,3 +50,38 @@ def norm_scatter_figure(inputs: dict, norms: dict) -> go.Figure:
     fig.update_layout(template="plotly_white", font=FONT, height=430, margin=dict(l=60, r=20, t=110, b=50),
                       legend=dict(orientation="h", y=-0.2), title=title)
     return fig
+
+
+NORM_NAMES = {"none": "no norm", "layer": "LayerNorm", "rms": "RMSNorm"}
+
+
+def depth_rms_figure(profiles, title: str = "", height: int = 460) -> go.Figure:
+    """Stream RMS after each block (the median over seeds of ``DepthProfile.activation_rms``) against the
+    block number, on a log y axis, one line per profile (``tinytf.lab.norm_experiments.depth_profile``):
+    colour and marker from the profile's norm, solid for the largest ``init_std`` and dashed for the
+    others. A block whose median is not finite (an overflow) is left out, so a line ends at the last
+    finite block."""
+    profiles = list(profiles)
+    widest = max(p.init_std for p in profiles)
+    norms = list(dict.fromkeys(p.norm for p in profiles))
+    fig = go.Figure()
+    for p in profiles:
+        n = norms.index(p.norm)
+        values = [v if v == v and abs(v) != float("inf") else None for v in p.median("activation_rms")]
+        last = max(i for i, v in enumerate(values) if v is not None)
+        std = "1/8" if abs(p.init_std - 0.125) < 1e-12 else f"{p.init_std:g}"
+        name = f"{NORM_NAMES.get(p.norm, p.norm)}, init std {std}"
+        fig.add_trace(go.Scatter(
+            x=list(range(last + 1)), y=values[:last + 1], mode="lines+markers", name=name,
+            line=dict(color=OKABE_ITO[n % len(OKABE_ITO)], width=2,
+                      dash="solid" if p.init_std == widest else "dash"),
+            marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)], size=5,
+                        symbol=["circle", "diamond", "square", "triangle-up"][n % 4]),
+            hovertemplate=f"{name}<br>after block %{{x}}: RMS %{{y:.3g}}<extra></extra>"))
+    fig.update_xaxes(title="block (0 = nearest the input)")
+    fig.update_yaxes(title="stream RMS after the block (median of seeds)", type="log", exponentformat="power")
+    title = title or _title(f"Stream RMS after each block of a {profiles[0].n_layers}-block stack, with and without norms",
+                            "without a norm the stream overflows after block 5; with either norm it grows slowly")
+    fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
+                      margin=dict(l=70, r=20, t=110, b=50), legend=dict(font=dict(size=11)))
+    return fig
