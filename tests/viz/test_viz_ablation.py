@@ -19,8 +19,8 @@ def test_ablation_bars_are_the_summarised_measurements():
     res = _result()
     fig = ablation_figure(res, groups=4, baselines={"bigram": 3.9})
     summary = summarise(res["bits"], 4)
-    bars = {(t.legendgroup, t.x[0]): t for t in fig.data}
-    assert len(fig.data) == 4 * (1 + 2)  # 4 styles x (all blocks + 2 blocks)
+    bars = {(t.legendgroup, t.x[0]): t for t in fig.data if t.type == "bar"}
+    assert len(bars) == 4 * (1 + 2)  # 4 styles x (all blocks + 2 blocks)
     bar = bars[("FFN mean-ablated", "block 1")]
     s = summary["block 1 ffn mean"]
     assert bar.y[0] == pytest.approx(s["mean"])
@@ -28,9 +28,12 @@ def test_ablation_bars_are_the_summarised_measurements():
     assert bar.y[0] - bar.error_y.arrayminus[0] == pytest.approx(min(s["groups"]))
     assert bars[("attention zeroed", "all blocks")].y[0] == pytest.approx(summary["attn zero"]["mean"])
     assert all(a.text for a in fig.layout.annotations)  # no annotation without text (Plotly shows "new text")
-    texts = [a.text for a in fig.layout.annotations]
-    for label in ("intact model", "bigram 3.90"):  # every reference line is labelled in both panels
-        assert sum(t.startswith(label) for t in texts) == 2, (label, texts)
+    # every reference line is drawn in both panels and named, with its value, in the legend
+    assert {t.name for t in fig.data if t.type == "scatter"} == {f"intact model {summary['intact']['mean']:.2f}",
+                                                                  "bigram 3.90"}
+    assert sorted(round(s.y0, 2) for s in fig.layout.shapes) == sorted([round(summary["intact"]["mean"], 2)] * 2 + [3.9] * 2)
+    # the two panels are stacked, each the full width (side by side, the left one was too narrow)
+    assert tuple(fig.layout.xaxis.domain) == tuple(fig.layout.xaxis2.domain) == (0.0, 1.0)
 
 
 def test_lens_lines_are_the_readings():

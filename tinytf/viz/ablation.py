@@ -29,16 +29,18 @@ def _bar(summary, label, name, color, pattern, show):
 
 
 def ablation_figure(result: dict, groups: int = 4, baselines: dict | None = None) -> go.Figure:
-    """Left: bits per byte with each sublayer kind removed from every block at once; right: with one sublayer
+    """Top: bits per byte with each sublayer kind removed from every block at once; bottom: with one sublayer
     of one block removed. Bars: zeroed and mean-ablated; whiskers: the lowest and highest of the ``groups``
     quarters of the windows. ``result``: the dict of scripts/measure_ablation.py (``result["bits"]``: label ->
-    per-window bits). ``baselines``: optional {name: bits/byte} drawn as dotted lines."""
+    per-window bits). ``baselines``: optional {name: bits/byte} drawn as dotted and dashed lines; every reference line
+    (the intact model's and the baselines') is named, with its value, in the legend."""
     if not isinstance(result, dict) or "bits" not in result or "intact" not in result["bits"]:
         raise TinyTFInputError("ablation_figure: expected the results dict of scripts/measure_ablation.py "
                                "(with result['bits']['intact'])")
     summary = summarise(result["bits"], groups)
     n_blocks = sum(1 for label in summary if label.startswith("block ") and label.endswith("attn zero"))
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.3, 0.7], horizontal_spacing=0.08,
+    # Two rows, each the full width: side by side, the left panel is too narrow on a laptop-width page.
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.42, 0.58], vertical_spacing=0.13,
                         subplot_titles=["every block at once", "one block at a time"])
     styles = {("attn", "zero"): (OKABE_ITO[0], ""), ("attn", "mean"): (OKABE_ITO[0], "/"),
               ("ffn", "zero"): (OKABE_ITO[1], ""), ("ffn", "mean"): (OKABE_ITO[1], "/")}
@@ -50,19 +52,27 @@ def ablation_figure(result: dict, groups: int = 4, baselines: dict | None = None
         for b in range(n_blocks):
             bar = _bar(summary, f"block {b} {sub} {mode}", f"block {b}", color, pattern, False)
             bar.update(name=name, legendgroup=name, offsetgroup=name)
-            fig.add_trace(bar, row=1, col=2)
+            fig.add_trace(bar, row=2, col=1)
+    # The reference lines are labelled in the legend, not beside the line, where a label would sit on the bars.
     intact = summary["intact"]["mean"]
-    lines = [("intact model", intact, "solid")] + [(k, v, "dot") for k, v in (baselines or {}).items()]
-    for col in (1, 2):
-        for label, value, dash in lines:
-            fig.add_hline(y=value, line_dash=dash, line_color="#444444", row=1, col=col,
-                          annotation_text=f"{label} {value:.2f}", annotation_position="top right",
-                          annotation_font_size=10 if col == 1 else 12)
-        fig.update_yaxes(title="bits per byte (held-out)" if col == 1 else None, rangemode="tozero", row=1, col=col)
+    dashes = ["dot", "dash", "dashdot"]
+    lines = [("intact model", intact, "solid")] + [(k, v, dashes[n % len(dashes)])
+                                                   for n, (k, v) in enumerate((baselines or {}).items())]
+    first, last = ("block 0", f"block {n_blocks - 1}")
+    for label, value, dash in lines:
+        text = f"{label} {value:.2f}"
+        for row in (1, 2):
+            fig.add_hline(y=value, line_dash=dash, line_color="#444444", line_width=1.5, row=row, col=1)
+        # a legend entry for the line, drawn over the same line between the outer bar groups of the lower panel
+        fig.add_trace(go.Scatter(x=[first, last], y=[value, value], mode="lines", name=text, legendgroup=text,
+                                 line=dict(color="#444444", dash=dash, width=1.5),
+                                 hovertemplate=f"{text} bits/byte<extra></extra>"), row=2, col=1)
+    for row in (1, 2):
+        fig.update_yaxes(title="bits per byte (held-out)", rangemode="tozero", row=row, col=1)
     title = _title("What removing a sublayer costs text-4l",
                    "bits per byte on held-out docstrings; whiskers: range over the four quarters of the windows")
-    fig.update_layout(template="plotly_white", font=FONT, height=430, barmode="group", title=title,
-                      margin=dict(l=60, r=20, t=110, b=40), legend=dict(orientation="h", y=-0.12))
+    fig.update_layout(template="plotly_white", font=FONT, height=720, barmode="group", title=title,
+                      margin=dict(l=60, r=20, t=110, b=40), legend=dict(orientation="h", y=-0.08))
     return fig
 
 
