@@ -351,6 +351,11 @@ def test_cross_attention_map_target_by_source():
     np.testing.assert_array_equal(np.asarray(heat[0].z), w.mean(0))
     assert list(heat[0].x) == axis_labels(list("hello"), 5) and list(heat[0].y) == axis_labels(list("hi!"), 3)
     assert "target" in heat[0].hovertemplate and "source" in heat[0].hovertemplate
+    # every source column and target row keeps its tick label (the text names columns one by one)
+    assert fig.layout.xaxis.dtick == 1 and fig.layout.yaxis.dtick == 1 and fig.layout.xaxis.tickangle == 0
+    long = viz.attention_map(model, ("hello world", "hi!"), kind="cross")
+    assert long.layout.xaxis.dtick == 1 and long.layout.xaxis.tickangle == -90  # 11 source labels: rotated
+    assert viz.attention_map(model_for(), "hello").layout.xaxis.dtick is None  # self-attention maps unchanged
     enc = viz.attention_map(model, ("hello", "hi!"), kind="encoder")
     np.testing.assert_array_equal(np.asarray(enc.data[1].z), np_(tr["encoder.blocks.0.attn.weights"][0, 0]))
     assert not any("masked" in t.name for t in enc.data)  # the encoder attends both ways

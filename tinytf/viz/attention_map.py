@@ -99,6 +99,15 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     pw = (1 - gap_x * (cols - 1)) / cols
     ph = (1 - gap_y * (rows - 1)) / rows
     q_name, k_name = ("target", "source") if kind == "cross" else ("query", "key")
+    # Cross-attention maps are read column by column ("row 1 lights up column 9"), so every source and target
+    # position gets its tick; Plotly would otherwise skip every other label once the cells get narrow.
+    every_tick = dict(tickmode="linear", tick0=0, dtick=1) if kind == "cross" else {}
+    rotate = kind == "cross" and S > 8  # long source labels such as "10: r" would overlap side by side
+    cell = 34 if max(T, S) <= 8 else 20
+    if rotate:  # leave 110 px under each panel for its rotated labels, its axis title and the next panel's title
+        panel_px = max(T, 3) * cell
+        gap_y = 110 / (rows * panel_px + (rows - 1) * 110)
+        ph = (1 - gap_y * (rows - 1)) / rows
     data, layout = [], {}
     annotations = []
     for i, (name, z, mk) in enumerate(panels):
@@ -106,12 +115,14 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
         ax = "" if i == 0 else str(i + 1)
         x0 = c * (pw + gap_x)
         y1 = 1 - r * (ph + gap_y)
-        layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + pw], anchor=f"y{ax}", type="category", tickangle=0,
+        layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + pw], anchor=f"y{ax}", type="category",
+                                    tickangle=-90 if rotate else 0,
                                     title=dict(text=k_name, font=dict(size=11)), fixedrange=True,
-                                    tickfont=dict(size=11))
+                                    tickfont=dict(size=10 if rotate else 11), **every_tick)
         layout[f"yaxis{ax}"] = dict(domain=[y1 - ph, y1], anchor=f"x{ax}", type="category", autorange="reversed",
                                     title=dict(text=q_name if c == 0 else "", font=dict(size=11)),
-                                    showticklabels=c == 0 or T > 8, fixedrange=True, tickfont=dict(size=11))
+                                    showticklabels=c == 0 or T > 8, fixedrange=True, tickfont=dict(size=11),
+                                    **every_tick)
         data += _panel_traces(name, z, mk, qlab, klab, ax, q_name, k_name)
         annotations.append(dict(text=f"<b>{name}</b>", x=x0 + pw / 2, y=y1, xref="paper", yref="paper",
                                 yanchor="bottom", showarrow=False, font=dict(size=12)))
@@ -121,10 +132,10 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
            else "each row sums to 1; no mask")
     if kind == "cross":
         sub = "each target row sums to 1 over the source; the decoder's only view of the encoder"
-    cell = 34 if max(T, S) <= 8 else 20
-    height = int(150 + rows * (max(T, 3) * cell + 60))
+    height = int(150 + rows * (max(T, 3) * cell + 60)) if not rotate else int(86 + 90 + rows * max(T, 3) * cell
+                                                                            + (rows - 1) * 110)
     layout.update(
-        font=FONT, height=height, margin=dict(l=70, r=70, t=86, b=50), plot_bgcolor="white",
+        font=FONT, height=height, margin=dict(l=70, r=70, t=86, b=90 if rotate else 50), plot_bgcolor="white",
         title=dict(text=(f"<b>Block {layer} {what}: which {k_name} each {q_name} reads</b>"
                          f"<br><span style='font-size:12px'>{sub}</span>"),
                    x=0.01, xanchor="left"),
