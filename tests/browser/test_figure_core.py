@@ -268,3 +268,52 @@ def test_long_legend_names_stay_inside_a_phone_width_figure(browser, legend):
         assert not errors, errors
     finally:
         context.close()
+
+
+# --------------------------------------------------------------------------- a wide panel beside a narrow one
+# Chapter 12's ablation figure once had a narrow panel (x 0–0.28) beside a wide one (x 0.36–1). At a laptop's
+# article width the core put them on two lines but kept the wide panel at x = 0.36: it hung diagonally below the
+# narrow one, with half the figure empty. On its own line a wide panel starts at the left edge.
+
+def _side_by_side_spec() -> dict:
+    return {"data": [{"type": "bar", "x": ["all"], "y": [5.5], "xaxis": "x", "yaxis": "y", "name": "a"},
+                     {"type": "bar", "x": ["b0", "b1", "b2", "b3"], "y": [3, 3.1, 2.4, 2.5], "xaxis": "x2",
+                      "yaxis": "y2", "name": "b"}],
+            "layout": {"height": 420, "showlegend": False, "margin": {"l": 60, "r": 20, "t": 60, "b": 60},
+                       "xaxis": {"domain": [0, 0.28]}, "yaxis": {"domain": [0, 1]},
+                       "xaxis2": {"domain": [0.36, 1], "anchor": "y2"}, "yaxis2": {"domain": [0, 1], "anchor": "x2"}}}
+
+
+@pytest.mark.parametrize("width", [700, 375])
+def test_a_wide_panel_on_a_line_of_its_own_starts_at_the_left(browser, width):
+    from pathlib import Path
+
+    import plotly
+
+    import book_browser
+
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head>"
+                         f"<body style='margin:0;width:{width - 32}px;padding:16px'>"
+                         "<div id='fig' class='plotly-graph-div tinytf-figure'></div></body></html>")
+        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
+                            .read_text(encoding="utf-8"))
+        page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }",
+                      _side_by_side_spec())
+        page.wait_for_function("() => !!document.querySelector('#fig svg.main-svg')")
+        got = page.evaluate("""() => { const L = document.getElementById('fig')._fullLayout;
+            return {x: [L.xaxis._offset, L.xaxis._length], x2: [L.xaxis2._offset, L.xaxis2._length],
+                    y: [L.yaxis._offset, L.yaxis._length], y2: [L.yaxis2._offset, L.yaxis2._length]}; }""")
+        stacked = got["y2"][0] >= got["y"][0] + got["y"][1] - 1 or got["y"][0] >= got["y2"][0] + got["y2"][1] - 1
+        if stacked:  # on lines of their own, both start at the left edge
+            assert abs(got["x2"][0] - got["x"][0]) <= 2, got
+        else:  # side by side: the wide panel right of the narrow one
+            assert got["x2"][0] >= got["x"][0] + got["x"][1], got
+        assert stacked or width >= 600, got
+        assert not book_browser.audit(page)
+    finally:
+        context.close()

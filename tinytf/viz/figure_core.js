@@ -373,7 +373,15 @@ var tinytfCore = (function () {
         } else if (ln.length === 1 && (s.wide || cols === 1)) {
           s.newX0 = 0; s.newW = avail;
           if (s.xa.visible === false && pxW < MIN_SUBPLOT) { s.newW = Math.min(avail, Math.max(MIN_SUBPLOT * 1.3, 2 * pxW)); }
-          if (!c.force && s.wide) { s.newX0 = s.x[0] * plotW; s.newW = Math.min(avail - s.newX0, pxW); }
+          if (!c.force && s.wide) {
+            // a wide subplot keeps its width; it keeps its place only when nothing stood beside it: once its
+            // neighbours move to lines of their own it starts at the left edge (kept at x = 0.32 it hung
+            // diagonally below a narrow panel that had stood on its left)
+            var beside = c.subs.some(function (o) {
+              return o !== s && o.y[0] < s.y[1] - 1e-6 && o.y[1] > s.y[0] + 1e-6 && (o.x[1] <= s.x[0] + 1e-6 || o.x[0] >= s.x[1] - 1e-6);
+            });
+            s.newX0 = beside ? 0 : s.x[0] * plotW; s.newW = Math.min(avail - s.newX0, pxW);
+          }
         } else {
           s.newX0 = j * (cellW + gap); s.newW = cellW;
         }
