@@ -116,6 +116,17 @@ def test_mean_shares_of_random_vectors_match_the_formula():
     assert shares["blocks.0.norm1"]["rms"] == pytest.approx(0.02, rel=0.1)
 
 
+def test_offset_share_detects_an_offset_shared_by_all_tokens():
+    torch.manual_seed(0)
+    norm = torch.nn.Sequential(tinytf.RMSNorm(64))
+    noise = torch.randn(1, 4096, 64)  # no shared offset: the average vector is about 1/sqrt(4096) of a token
+    assert ne.mean_shares(norm, noise)["0"]["offset_share"] < 0.03
+    offset = torch.zeros(64)
+    offset[3] = 8.0  # one large feature shared by every token: the offset's RMS is 1, like the noise's
+    s = ne.mean_shares(norm, noise + offset)["0"]
+    assert s["offset_share"] == pytest.approx(1 / s["rms"], rel=0.05) and s["offset_share"] > 0.6
+
+
 def test_fixed_scale_norms_divide_by_the_average_size():
     model = _model()
     ids = torch.randint(0, 256, (2, 6))

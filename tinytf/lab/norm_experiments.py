@@ -228,14 +228,19 @@ def mean_shares(model: nn.Module, ids) -> dict:
     """For every norm of ``model`` (by module name), two averages over the tokens of ``ids`` of the vector x that
     norm receives: ``"mean_share"``, |mean(x)| / RMS(x), the share of a token's size that LayerNorm's centring
     removes and RMSNorm keeps (0: already centred; 1: a constant vector; about sqrt(2 / (pi C)) for random
-    vectors of C independent features), and ``"rms"``, RMS(x), the size of what the norm receives."""
+    vectors of C independent features), ``"rms"``, RMS(x), the size of what the norm receives, and
+    ``"offset_share"``, the RMS over the features of the average vector (x averaged over the tokens) divided by
+    the average RMS(x): the share of a token's size that an offset shared by all tokens accounts for (0: no
+    shared offset; 1: every token is the same vector)."""
     found, handles = {}, []
     for name, module in model.named_modules():
         if is_norm(module):
             def hook(_module, inputs, _output, name=name):
                 x = inputs[0].float()
                 rms = x.pow(2).mean(-1).sqrt().clamp_min(1e-12)
-                found[name] = {"mean_share": (x.mean(-1).abs() / rms).mean().item(), "rms": rms.mean().item()}
+                shared = x.reshape(-1, x.shape[-1]).mean(0)  # [C]: the average token vector
+                found[name] = {"mean_share": (x.mean(-1).abs() / rms).mean().item(), "rms": rms.mean().item(),
+                               "offset_share": (shared.pow(2).mean().sqrt() / rms.mean()).item()}
             handles.append(module.register_forward_hook(hook))
     if not handles:
         raise TinyTFInputError("mean_shares: the model has no RMSNorm or LayerNorm")
