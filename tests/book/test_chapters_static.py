@@ -252,6 +252,17 @@ def test_bare_tags_detector():
     assert bare_tags("```python\nx = '<pad>'\n```\n$a<b>c$") == []
 
 
+DOCS_WITH_SOURCE = [n for n in toc_docnames() if doc_source(n) is not None]
+
+
+def markdown_sources(name: str) -> list:
+    """The markdown a reader reads on a page: a notebook's markdown cells, or the whole .md file."""
+    path = doc_source(name)
+    if path.suffix == ".ipynb":
+        return [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    return [path.read_text(encoding="utf-8")]
+
+
 # Sphinx's gettext builder does not extract a markdown table that sits inside a directive ({dropdown},
 # {admonition}, {note} ...): its cells would stay English in the Chinese edition. Such content is written as a
 # list, or the table is moved out of the directive.
@@ -269,25 +280,17 @@ def test_tables_in_directives_detector():
     assert tables_in_directives("| a | b |\n|---|---|\n\n```{note}\n- a list\n```\n") == []
 
 
-@pytest.mark.parametrize("name", [n for n in toc_docnames() if doc_source(n) is not None])
+@pytest.mark.parametrize("name", DOCS_WITH_SOURCE)
 def test_no_markdown_table_inside_a_directive(name):
-    path = doc_source(name)
-    if path.suffix == ".ipynb":
-        sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
-    else:
-        sources = [path.read_text(encoding="utf-8")]
+    sources = markdown_sources(name)
     hits = [d for source in sources for d in tables_in_directives(source)]
     assert not hits, (f"{name}: a table inside {hits}: gettext does not extract it, so it stays English in "
                       "the Chinese edition; write it as a list or move it out of the directive")
 
 
-@pytest.mark.parametrize("name", [n for n in toc_docnames() if doc_source(n) is not None])
+@pytest.mark.parametrize("name", DOCS_WITH_SOURCE)
 def test_markdown_has_no_bare_angle_bracket_words(name):
-    path = doc_source(name)
-    if path.suffix == ".ipynb":
-        sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
-    else:
-        sources = [path.read_text(encoding="utf-8")]
+    sources = markdown_sources(name)
     hits = [tag for source in sources for tag in bare_tags(source)]
     assert not hits, f"{name}: unescaped {hits} in markdown (the browser swallows them); wrap them in backticks"
 
