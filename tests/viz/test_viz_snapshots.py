@@ -40,6 +40,12 @@ def test_frames_are_the_snapshots_traces(models):
     assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["▶ Play", "❚❚ Pause"]
 
 
+def test_spaces_and_new_lines_are_visible_ticks(models):
+    fig = snapshot_attention(models, "a b\nc", layer=0, head=0)
+    assert list(fig.data[0].x) == ["0: a", "1: ␣", "2: b", "3: ↵", "4: c"]
+    assert list(fig.layout.yaxis.categoryarray) == list(fig.data[0].x)
+
+
 def test_by_name_and_bad_input(models):
     fig = snapshot_attention("text-4l", "ab cd", layer=0, head=0)
     assert len(fig.frames) == len(models)

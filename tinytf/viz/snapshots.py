@@ -20,6 +20,7 @@ from ..lab import pretrained
 from ..lab.heads import previous_token_score
 from ..tokens import encode, token_labels
 from .common import FONT, OKABE_ITO, SEQUENTIAL, animation_controls, arr, axis_labels, make_figure
+from .lab import VISIBLE
 
 FRAME_MS = 1200
 
@@ -65,7 +66,8 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
     maps = {s: traces[s][name][0, head] for s in steps}
     scores = [float(previous_token_score(maps[s][None])[0]) for s in steps]
     T = ids.shape[-1]
-    lab = axis_labels(token_labels(ids), T)
+    # a space and a new line as the lab's glyphs (␣, ↵): a bare " " would leave a blank tick ("3: ")
+    lab = axis_labels([VISIBLE.get(t, t) for t in token_labels(ids)], T)
     masked = np.triu(np.ones((T, T), dtype=bool), k=1)
     step_labels = [f"step {s}" for s in steps]
     frames = []
