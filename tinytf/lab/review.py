@@ -145,7 +145,7 @@ def review(block) -> list:
                         "which Zhang and Sennrich argue is what stabilises training", "chapter 3"))
     if b["pos"] != "rope":
         gaps.append(Gap("positions", f"{b['pos']} positions", "RoPE (rotate Q and K)",
-                        "RoPE makes every attention score depend on position only through the relative distance "
+                        "RoPE makes the positional part of every attention score depend only on the relative distance "
                         "between query and key, in every layer; added vectors enter once at the input (a learned "
                         "table also ends at its last trained position)", "chapter 1"))
     if b["n_kv_heads"] == b["n_heads"] and b.get("mla") is None:
