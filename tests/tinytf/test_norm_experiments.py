@@ -143,6 +143,30 @@ def test_fixed_scale_norms_divide_by_the_average_size():
         assert torch.allclose(norm(x), x / norm.scale, atol=1e-6)
 
 
+def test_sequential_fixed_scale_calibrates_each_norm_on_what_it_receives():
+    model = _model()
+    ids = torch.randint(0, 256, (2, 6))
+    one_pass, seq = ne.fixed_scale_norms(model, ids), ne.fixed_scale_norms(model, ids, sequential=True)
+    names = [n for n, m in seq.named_modules() if isinstance(m, ne.FixedScaleNorm)]
+    assert names == [n for n, m in one_pass.named_modules() if isinstance(m, ne.FixedScaleNorm)] and len(names) > 2
+    first = names[0]  # the first norm called sees the same input in both
+    assert seq.get_submodule(first).scale == pytest.approx(one_pass.get_submodule(first).scale, rel=1e-6)
+    # every norm's constant is the average size of the input it receives in the sequential copy itself
+    received = {}
+
+    def record(mod, inp, out, n):  # returns None: the output is unchanged
+        received.setdefault(n, (inp[0].pow(2).mean(-1) + 1e-5).sqrt().mean().item())
+
+    hooks = [seq.get_submodule(n).register_forward_hook(lambda mod, inp, out, n=n: record(mod, inp, out, n))
+             for n in names]
+    with torch.no_grad():
+        seq(ids)
+    for h in hooks:
+        h.remove()
+    for n in names:
+        assert seq.get_submodule(n).scale == pytest.approx(received[n], rel=1e-4)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: ne.build_stack("batch", 2), "norm must be one of"),
     (lambda: ne.depth_profile("rms", 2, seeds=()), "at least one seed"),
