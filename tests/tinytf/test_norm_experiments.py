@@ -180,3 +180,27 @@ def test_sequential_fixed_scale_calibrates_each_norm_on_what_it_receives():
 def test_bad_input_gets_a_clear_message(call, message):
     with pytest.raises(tinytf.TinyTFInputError, match=message):
         call()
+
+
+def test_ms_fit_recovers_a_straight_line_in_the_squared_rms():
+    from types import SimpleNamespace
+
+    from tinytf.viz.norms import depth_ms_figure, ms_fit
+    rms = [math.sqrt(2.0 + 1.9 * b) for b in range(10)]  # squared RMS = 2 + 1.9 b
+    prof = SimpleNamespace(norm="rms", median=lambda what: rms)
+    slope, intercept = ms_fit(prof)
+    assert slope == pytest.approx(1.9) and intercept == pytest.approx(2.0)
+    names = [t.name for t in depth_ms_figure([prof]).data]
+    assert names == ["RMSNorm", "RMSNorm: straight line, +1.9 per block"]
+
+
+def test_ffn_expansion_can_give_h_its_own_colour_scale_and_rename_the_input():
+    from tinytf.viz import ffn_expansion
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=16, n_heads=2, n_layers=1, d_ff=64))
+    fig = ffn_expansion(model, "cat", x_label="FFN input x", h_own_scale=True)
+    heat = {t.name: t.coloraxis for t in fig.data if t.type == "heatmap"}
+    assert heat["FFN input x"] == "coloraxis" and heat["h = SiLU(gate) ⊙ up"] == "coloraxis4"
+    assert heat["gate = x·W_gate"] == heat["SiLU(gate)"] == "coloraxis2"
+    assert fig.layout.coloraxis4.cmax < fig.layout.coloraxis2.cmax  # h's own, smaller range
+    plain = ffn_expansion(model, "cat")
+    assert {t.coloraxis for t in plain.data if t.type == "heatmap"} == {"coloraxis", "coloraxis2", "coloraxis3"}
