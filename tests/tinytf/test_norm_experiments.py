@@ -143,6 +143,30 @@ def test_fixed_scale_norms_divide_by_the_average_size():
         assert torch.allclose(norm(x), x / norm.scale, atol=1e-6)
 
 
+def test_sequential_fixed_scale_calibrates_each_norm_on_what_it_receives():
+    model = _model()
+    ids = torch.randint(0, 256, (2, 6))
+    one_pass, seq = ne.fixed_scale_norms(model, ids), ne.fixed_scale_norms(model, ids, sequential=True)
+    names = [n for n, m in seq.named_modules() if isinstance(m, ne.FixedScaleNorm)]
+    assert names == [n for n, m in one_pass.named_modules() if isinstance(m, ne.FixedScaleNorm)] and len(names) > 2
+    first = names[0]  # the first norm called sees the same input in both
+    assert seq.get_submodule(first).scale == pytest.approx(one_pass.get_submodule(first).scale, rel=1e-6)
+    # every norm's constant is the average size of the input it receives in the sequential copy itself
+    received = {}
+
+    def record(mod, inp, out, n):  # returns None: the output is unchanged
+        received.setdefault(n, (inp[0].pow(2).mean(-1) + 1e-5).sqrt().mean().item())
+
+    hooks = [seq.get_submodule(n).register_forward_hook(lambda mod, inp, out, n=n: record(mod, inp, out, n))
+             for n in names]
+    with torch.no_grad():
+        seq(ids)
+    for h in hooks:
+        h.remove()
+    for n in names:
+        assert seq.get_submodule(n).scale == pytest.approx(received[n], rel=1e-4)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: ne.build_stack("batch", 2), "norm must be one of"),
     (lambda: ne.depth_profile("rms", 2, seeds=()), "at least one seed"),
@@ -156,3 +180,27 @@ def test_fixed_scale_norms_divide_by_the_average_size():
 def test_bad_input_gets_a_clear_message(call, message):
     with pytest.raises(tinytf.TinyTFInputError, match=message):
         call()
+
+
+def test_ms_fit_recovers_a_straight_line_in_the_squared_rms():
+    from types import SimpleNamespace
+
+    from tinytf.viz.norms import depth_ms_figure, ms_fit
+    rms = [math.sqrt(2.0 + 1.9 * b) for b in range(10)]  # squared RMS = 2 + 1.9 b
+    prof = SimpleNamespace(norm="rms", median=lambda what: rms)
+    slope, intercept = ms_fit(prof)
+    assert slope == pytest.approx(1.9) and intercept == pytest.approx(2.0)
+    names = [t.name for t in depth_ms_figure([prof]).data]
+    assert names == ["RMSNorm", "RMSNorm: straight line, +1.9 per block"]
+
+
+def test_ffn_expansion_can_give_h_its_own_colour_scale_and_rename_the_input():
+    from tinytf.viz import ffn_expansion
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=16, n_heads=2, n_layers=1, d_ff=64))
+    fig = ffn_expansion(model, "cat", x_label="FFN input x", h_own_scale=True)
+    heat = {t.name: t.coloraxis for t in fig.data if t.type == "heatmap"}
+    assert heat["FFN input x"] == "coloraxis" and heat["h = SiLU(gate) ⊙ up"] == "coloraxis4"
+    assert heat["gate = x·W_gate"] == heat["SiLU(gate)"] == "coloraxis2"
+    assert fig.layout.coloraxis4.cmax < fig.layout.coloraxis2.cmax  # h's own, smaller range
+    plain = ffn_expansion(model, "cat")
+    assert {t.coloraxis for t in plain.data if t.type == "heatmap"} == {"coloraxis", "coloraxis2", "coloraxis3"}

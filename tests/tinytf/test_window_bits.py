@@ -38,12 +38,13 @@ def test_format_means_and_paired_table():
 
 
 def _format_means_before_spread(per_window: dict) -> str:
-    """format_means as it was before it took its standard error from head_stats.Spread (the reference)."""
+    """format_means written out with its standard error computed directly (the reference): the mean to the
+    decimal place of the standard error's one significant figure."""
     lines = [f"{'variant':33} {'bits per byte':>13} {'standard error':>15}"]
     for name, b in per_window.items():
         se = float(b.std() / math.sqrt(len(b)))
-        dec = max(0, -math.floor(math.log10(se)) - 1)
         se_place = -math.floor(math.log10(se))
+        dec = max(0, se_place)
         lines.append(f"{name:33} {b.mean():13.{dec}f} {round(se, se_place):15.{max(0, se_place)}f}")
     lines.append(f"{'uniform guess over 256 bytes':33} {math.log2(256):13.0f}")
     return "\n".join(lines)
@@ -54,8 +55,8 @@ def test_format_means_prints_what_it_printed_before_using_spread():
            "b": torch.tensor([1.5, 1.9, 1.1, 1.3], dtype=torch.float64)}
     assert wb.format_means(per) == (
         "variant                           bits per byte  standard error\n"
-        "a                                           1.0            0.08\n"
-        "b                                             1             0.2\n"
+        "a                                          1.00            0.08\n"
+        "b                                           1.4             0.2\n"
         "uniform guess over 256 bytes                  8")
     gen = torch.Generator().manual_seed(0)
     for scale in (0.01, 0.4, 5.0, 300.0):  # standard errors from thousandths to hundreds, as in chapter 3

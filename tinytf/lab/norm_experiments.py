@@ -270,18 +270,17 @@ class FixedScaleNorm(nn.Module):
         return self.hook_out(y if self.bias is None else y + self.bias)
 
 
-@torch.no_grad()
-def fixed_scale_norms(model: nn.Module, ids) -> nn.Module:
-    """A copy of ``model`` whose every RMSNorm (LayerNorm) divides by one constant: the mean, over the tokens of
-    ``ids``, of the RMS (standard deviation) that norm computes on them. On average the tokens keep their size;
-    what is lost is the per-token re-scaling, each token's division by its own size."""
-    sizes, handles = {}, []
+def _norm_sizes(model: nn.Module, ids, only=None) -> tuple[dict, list]:
+    """{norm name: mean over the tokens of ``ids`` of the RMS (standard deviation) that norm computes} and the
+    norms' names in the order the forward pass calls them; ``only``: measure just these names."""
+    sizes, order, handles = {}, [], []
     for name, module in model.named_modules():
-        if isinstance(module, (RMSNorm, LayerNorm)):
+        if isinstance(module, (RMSNorm, LayerNorm)) and (only is None or name in only):
             def hook(mod, inputs, _output, name=name):
                 x = inputs[0]
                 spread = x.var(-1, unbiased=False) if isinstance(mod, LayerNorm) else x.pow(2).mean(-1)
                 sizes[name] = (spread + mod.eps).sqrt().mean().item()
+                order.append(name)
             handles.append(module.register_forward_hook(hook))
     if not handles:
         raise TinyTFInputError("fixed_scale_norms: the model has no RMSNorm or LayerNorm")
@@ -290,11 +289,35 @@ def fixed_scale_norms(model: nn.Module, ids) -> nn.Module:
     finally:
         for h in handles:
             h.remove()
-    new = copy.deepcopy(model)
-    for name, module in list(new.named_modules()):
+    return sizes, order
+
+
+def _fix(model: nn.Module, sizes: dict) -> None:
+    """Replace, in place, each norm named in ``sizes`` by a FixedScaleNorm dividing by its size."""
+    for name, module in list(model.named_modules()):
         for child_name, child in list(module.named_children()):
             full = f"{name}.{child_name}" if name else child_name
-            if full in sizes:
+            if full in sizes and isinstance(child, (RMSNorm, LayerNorm)):
                 setattr(module, child_name, FixedScaleNorm(child.weight, sizes[full], isinstance(child, LayerNorm),
                                                            getattr(child, "bias", None)))
+
+
+@torch.no_grad()
+def fixed_scale_norms(model: nn.Module, ids, sequential: bool = False) -> nn.Module:
+    """A copy of ``model`` whose every RMSNorm (LayerNorm) divides by one constant: the mean, over the tokens of
+    ``ids``, of the RMS (standard deviation) that norm computes on them. On average the tokens keep their size;
+    what is lost is the per-token re-scaling, each token's division by its own size.
+
+    By default every constant is measured in one pass of the unmodified model, so only the first norm is
+    calibrated on the inputs it receives in the copy. With ``sequential=True`` the norms are fixed one at a time in
+    the order the forward pass calls them, each calibrated on the input it actually receives once the norms before
+    it already divide by their constants (one pass per norm)."""
+    sizes, order = _norm_sizes(model, ids)
+    new = copy.deepcopy(model)
+    if not sequential:
+        _fix(new, sizes)
+        return new
+    for name in dict.fromkeys(order):  # each norm once, in call order
+        size, _ = _norm_sizes(new, ids, only={name})
+        _fix(new, size)
     return new

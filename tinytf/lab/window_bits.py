@@ -49,13 +49,13 @@ def paired_difference(b: torch.Tensor, a: torch.Tensor) -> Spread:
 
 def format_means(per_window: dict) -> str:
     """Plain text, one row per ``{variant: [n] bits per byte}``: the mean over the windows and its standard error,
-    each at the precision it supports (the standard error to one significant figure, the mean to the last decimal
-    place in which the standard error is under one unit: 0.07 gives one decimal), then a uniform guess's 8."""
+    each at the precision it supports (the standard error to one significant figure, the mean to the same decimal
+    place: 0.07 gives two decimals, 0.2 one; never fewer than whole units), then a uniform guess's 8."""
     lines = [f"{'variant':33} {'bits per byte':>13} {'standard error':>15}"]
     for name, b in per_window.items():
         s = spread(b)  # mean over the windows; s.sem its standard error
-        dec = max(0, -math.floor(math.log10(s.sem)) - 1)
         se_place = -math.floor(math.log10(s.sem))  # the standard error to one significant figure
+        dec = max(0, se_place)  # the mean to the standard error's decimal place
         lines.append(f"{name:33} {s.mean:13.{dec}f} {round(s.sem, se_place):15.{max(0, se_place)}f}")
     lines.append(f"{'uniform guess over 256 bytes':33} {math.log2(256):13.0f}")
     return "\n".join(lines)

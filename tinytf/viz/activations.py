@@ -21,7 +21,7 @@ def _title(main: str, detail: str) -> str:
 
 def activation_functions() -> dict:
     """{name: function} for the activations the book's FFNs use."""
-    return {"ReLU (2017 MLP)": ACTIVATIONS["relu"](), "GELU (GPT-2, BERT)": ACTIVATIONS["gelu"](),
+    return {"ReLU (2017 MLP)": ACTIVATIONS["relu"](), "GELU (exact; GPT-2 uses the tanh form)": ACTIVATIONS["gelu"](),
             "SiLU (SwiGLU's gate)": F.silu}
 
 

@@ -9,11 +9,14 @@ from .common import DIVERGING, FONT, OKABE_ITO, block_prefix, get_traced, is_pos
 NEAR_ZERO = 1e-2
 
 
-def ffn_parts(trace, layer: int = 0):
-    """[(label, trace name, is_hidden)] from the FFN input to its output, for this block."""
+def ffn_parts(trace, layer: int = 0, x_label: str | None = None):
+    """[(label, trace name, is_hidden)] from the FFN input to its output, for this block; ``x_label`` replaces
+    the input's label ("x = U" post-norm, "x = Norm2(U)" pre-norm, in chapter 5's notation)."""
     p = block_prefix(trace, layer)
     post = is_post_norm(trace, p, None)
     x_in = (p + "resid_mid", "x = U") if post else (p + "norm2.out", "x = Norm2(U)")
+    if x_label is not None:
+        x_in = (x_in[0], x_label)
     if p + "ffn.gate" in trace:  # SwiGLU
         mid = [("gate = x·W_gate", p + "ffn.gate", True), ("up = x·W_up", p + "ffn.up", True),
                ("SiLU(gate)", p + "ffn.act", True), ("h = SiLU(gate) ⊙ up", p + "ffn.post", True)]
@@ -48,28 +51,35 @@ def _bound_sparsity(parts, mats, near, near_rms=None) -> dict:
 
 
 def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NEAR_ZERO, batch: int = 0,
-                  near_rms: float | None = None):
+                  near_rms: float | None = None, x_label: str | None = None, h_own_scale: bool = False):
     """Stacked heatmaps, each drawn at its true width: the FFN input [T, C], the hidden tensors
     [T, d_ff] (d_ff = 4C in the classic block, so 4x as wide) and the output [T, C] (the book keeps the widths
     to scale at every page width: ``layout.meta.tinytf.toScale``); a bar chart below them gives the fraction of hidden units exactly zero and near zero (|h| < ``near``, or, with ``near_rms``,
-    |h| < near_rms times the root-mean-square of that hidden tensor, a threshold relative to its size)."""
+    |h| < near_rms times the root-mean-square of that hidden tensor, a threshold relative to its size).
+    ``x_label`` renames the input row (see ffn_parts); with ``h_own_scale`` a SwiGLU's h = SiLU(gate) ⊙ up gets its
+    own symmetric colour scale and colour bar, so that its values show even when they are much smaller than the
+    gate's (the other hidden rows keep their shared scale)."""
     t = get_traced(model, ids, labels=labels, batch=batch)
-    parts = ffn_parts(t.trace, layer)
+    parts = ffn_parts(t.trace, layer, x_label)
     mats = [bnd.source(t.trace, name)[t.batch] for _, name, _ in parts]  # Bound (value + recipe)
     T, C = mats[0].shape
     Fh = max(m.shape[-1] for m in mats)
     ylab = bnd.token_axis_labels(t.labels, T)
     sparsity = _bound_sparsity(parts, mats, near, near_rms)
-    m_hid = bnd.op("symrange", [m for m, (_, _, hid) in zip(mats, parts) if hid])
     n = len(parts)
+    own_h = h_own_scale and any(name.endswith("ffn.gate") for _, name, _ in parts)
+    shared = [i for i, (_, _, hid) in enumerate(parts) if hid and not (own_h and i == n - 2)]
+    m_hid = bnd.op("symrange", [mats[i] for i in shared])
     left_w = 0.85  # the heatmaps' column; the colour bars sit to its right
     row_px, title_px, bar_px = T * 20 + 48, 34, 130  # a heatmap row (with its title above it), the bar chart
     plot_px = n * row_px + bar_px
     ph, step = (row_px - title_px) / plot_px, row_px / plot_px
     data, layout, annotations = [], {}, []
     # three colour scales: the FFN input, the hidden tensors, the FFN output (often much smaller)
-    groups = {"in": [0], "hidden": [i for i, p in enumerate(parts) if p[2]], "out": [n - 1]}
+    groups = {"in": [0], "hidden": shared, "out": [n - 1]}
     axis_of = {0: "coloraxis", n - 1: "coloraxis3"}
+    if own_h:  # h, the last hidden row, on a fourth scale of its own
+        axis_of[n - 2] = "coloraxis4"
     for i, ((label, name, hidden), z) in enumerate(zip(parts, mats)):
         ax = "" if i == 0 else str(i + 1)
         width = left_w * z.shape[-1] / Fh
@@ -124,4 +134,7 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
         coloraxis3=dict(colorscale=DIVERGING, cmin=-m_out, cmax=m_out, colorbar=bar("output", n - 1, n - 1)),
         legend=dict(x=0.3, y=bar_top + 0.01, yanchor="bottom", xanchor="left", orientation="h", font=dict(size=10)),
     )
+    if own_h:
+        m_h = bnd.op("symrange", [mats[n - 2]])
+        layout["coloraxis4"] = dict(colorscale=DIVERGING, cmin=-m_h, cmax=m_h, colorbar=bar("h", n - 2, n - 2))
     return make_figure(data, layout)

@@ -81,7 +81,44 @@ def depth_rms_figure(profiles, title: str = "", height: int = 460) -> go.Figure:
     fig.update_xaxes(title="block (0 = nearest the input)")
     fig.update_yaxes(title="stream RMS after the block (median of seeds)", type="log", exponentformat="power")
     title = title or _title(f"Stream RMS after each block of a {profiles[0].n_layers}-block stack, with and without norms",
-                            "without a norm the stream overflows after block 5; with either norm it grows slowly")
+                            "without a norm the last finite value is after block 5, and block 6 overflows; with either norm it grows slowly")
     fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
                       margin=dict(l=70, r=20, t=110, b=50), legend=dict(font=dict(size=11)))
+    return fig
+
+
+def ms_fit(profile) -> tuple[float, float]:
+    """(slope, intercept) of the least-squares straight line through the squared stream RMS after each block
+    (the square of the median over seeds) against the block number."""
+    y = torch.tensor(profile.median("activation_rms"), dtype=torch.float64).pow(2)
+    x = torch.arange(len(y), dtype=torch.float64)
+    slope = ((x - x.mean()) * (y - y.mean())).sum() / (x - x.mean()).pow(2).sum()
+    return float(slope), float(y.mean() - slope * x.mean())
+
+
+def depth_ms_figure(profiles, height: int = 420) -> go.Figure:
+    """The squared stream RMS after each block (square of the median over seeds) against the block number, on a
+    linear axis, one line of markers per profile, each with its least-squares straight line (dashed; its slope,
+    ``ms_fit``, in the legend). A straight line means the mean square grows by a fixed amount per block, so the
+    RMS grows like the square root of the depth."""
+    fig = go.Figure()
+    for n, p in enumerate(profiles):
+        y = [v * v for v in p.median("activation_rms")]
+        x = list(range(len(y)))
+        slope, icpt = ms_fit(p)
+        name = NORM_NAMES.get(p.norm, p.norm)
+        color = OKABE_ITO[(n + 1) % len(OKABE_ITO)]
+        fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name=name,
+                                 marker=dict(color=color, size=6, symbol=["diamond", "square"][n % 2]),
+                                 hovertemplate=f"{name}<br>after block %{{x}}: RMS² %{{y:.3g}}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=[0, x[-1]], y=[icpt, icpt + slope * x[-1]], mode="lines",
+                                 name=f"{name}: straight line, +{slope:.1f} per block",
+                                 line=dict(color=color, width=1.5, dash="dash"), hoverinfo="skip"))
+    fig.update_xaxes(title="block (0 = nearest the input)")
+    fig.update_yaxes(title="squared stream RMS after the block", rangemode="tozero")
+    fig.update_layout(template="plotly_white", font=FONT, height=height,
+                      title=_title("Squared stream RMS after each block, with a norm (init std 1/8)",
+                                   "on a linear axis the points lie on a straight line: the RMS grows like √depth"),
+                      margin=dict(l=70, r=20, t=110, b=50),
+                      legend=dict(font=dict(size=11), x=0.01, y=0.99, xanchor="left", yanchor="top"))
     return fig
