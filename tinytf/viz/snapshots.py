@@ -104,11 +104,12 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
     return make_figure(frames[0]["data"], layout, frames)
 
 
-def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: str = ""):
+def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: str = "", labels=None):
     """One head's attention map on the bytes of ``text`` in several models side by side (e.g. {"trained": lm,
     "untrained twin": twin}), one panel per model sharing one 0..1 colour scale; masked cells are left blank.
     Every map is the trace entry ``blocks.{layer}.attn.weights[0, head]`` of that model's forward pass. Lighter
-    than one ``attention_map`` per model (no mask marks), for long texts."""
+    than one ``attention_map`` per model (no mask marks), for long texts. ``labels``: one axis label per byte
+    instead of ``token_labels`` (e.g. with a space shown as "␣")."""
     if not isinstance(models, dict) or not models:
         raise TinyTFInputError("head_comparison: expected {label: model} with at least one model")
     cfg = next(iter(models.values())).config
@@ -116,7 +117,7 @@ def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: st
     _check_layer_head(cfg, layer, head)
     traces = snapshot_traces(models, ids)
     T = ids.shape[-1]
-    lab = axis_labels(token_labels(ids), T)
+    lab = axis_labels(token_labels(ids) if labels is None else list(labels), T)
     masked = np.triu(np.ones((T, T), dtype=bool), k=1)
     n, gap = len(models), 0.06
     width = (1 - gap * (n - 1)) / n
