@@ -95,21 +95,11 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
                                        f"<extra>{name}</extra>"))
         annotations.append(dict(text=f"<b>{label}</b> [{T}, {z.shape[-1]}]", x=left_w / 2, y=y1, xref="paper",
                                 yref="paper", yanchor="bottom", showarrow=False, font=dict(size=11)))
-    labels_s = list(sparsity)
-    near_label = f"|v| < {near:g}" if near_rms is None else f"|v| < {near_rms:g}·RMS of its tensor"
-    for j, (what, color) in enumerate((("exactly 0", OKABE_ITO[0]), (near_label, OKABE_ITO[1]))):
-        vals = bnd.op("list", [sparsity[k][j] for k in labels_s])
-        data.append(dict(type="bar", x=vals, y=labels_s, orientation="h", name=what, xaxis=f"x{n + 1}",
-                         yaxis=f"y{n + 1}", marker=dict(color=color), text=bnd.op("format", "{:.0%}", [vals]),
-                         textposition="outside", cliponaxis=False, textfont=dict(size=10),
-                         hovertemplate=f"%{{y}}<br>{what}: %{{x:.1%}}<extra></extra>"))
-    layout[f"xaxis{n + 1}"] = dict(domain=[0.3, left_w], anchor=f"y{n + 1}", range=[0, 1.25], tickformat=".0%",
-                                   tickvals=[0, 0.5, 1], fixedrange=True,
-                                   title=dict(text="share of hidden units", font=dict(size=11)))
-    hid = groups["hidden"]
     bar_top = (bar_px - 40) / plot_px  # the legend sits above the bars
-    layout[f"yaxis{n + 1}"] = dict(domain=[0, bar_top], anchor=f"x{n + 1}", fixedrange=True,
-                                   autorange="reversed", tickfont=dict(size=10), type="category")
+    bars, bar_axes = _sparsity_bars(sparsity, near, near_rms, n + 1, left_w, bar_top)
+    data += bars
+    layout.update(bar_axes)
+    hid = groups["hidden"]
 
     def bar(title, i0, i1):
         top = 1 - i0 * step - title_px / plot_px
@@ -138,3 +128,23 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
         m_h = bnd.op("symrange", [mats[n - 2]])
         layout["coloraxis4"] = dict(colorscale=DIVERGING, cmin=-m_h, cmax=m_h, colorbar=bar("h", n - 2, n - 2))
     return make_figure(data, layout)
+
+
+def _sparsity_bars(sparsity: dict, near: float, near_rms, k: int, left_w: float, bar_top: float):
+    """The bar chart under ffn_expansion's heatmaps: per hidden tensor, the share of units exactly 0 and near 0,
+    on axes x{k}/y{k} below the heatmaps (up to ``bar_top`` of the figure's height). Returns (traces, axes)."""
+    labels_s = list(sparsity)
+    near_label = f"|v| < {near:g}" if near_rms is None else f"|v| < {near_rms:g}·RMS of its tensor"
+    data = []
+    for j, (what, color) in enumerate((("exactly 0", OKABE_ITO[0]), (near_label, OKABE_ITO[1]))):
+        vals = bnd.op("list", [sparsity[lab][j] for lab in labels_s])
+        data.append(dict(type="bar", x=vals, y=labels_s, orientation="h", name=what, xaxis=f"x{k}",
+                         yaxis=f"y{k}", marker=dict(color=color), text=bnd.op("format", "{:.0%}", [vals]),
+                         textposition="outside", cliponaxis=False, textfont=dict(size=10),
+                         hovertemplate=f"%{{y}}<br>{what}: %{{x:.1%}}<extra></extra>"))
+    axes = {f"xaxis{k}": dict(domain=[0.3, left_w], anchor=f"y{k}", range=[0, 1.25], tickformat=".0%",
+                              tickvals=[0, 0.5, 1], fixedrange=True,
+                              title=dict(text="share of hidden units", font=dict(size=11))),
+            f"yaxis{k}": dict(domain=[0, bar_top], anchor=f"x{k}", fixedrange=True,
+                              autorange="reversed", tickfont=dict(size=10), type="category")}
+    return data, axes
