@@ -288,6 +288,43 @@ def test_no_markdown_table_inside_a_directive(name):
                       "the Chinese edition; write it as a list or move it out of the directive")
 
 
+# A fence (``` or :::) left open swallows the rest of its cell: an opening fence at the end of a cell draws an empty
+# code box, one in the middle turns the prose after it into code.
+FENCE = re.compile(r"^\s*(`{3,}|:{3,})(.*)$")
+
+
+def unclosed_fences(markdown: str) -> list:
+    """The opening lines of fences that are never closed. Inside a plain code block only its own closing fence
+    counts; a directive's body (```{note} ...) is markdown and may hold shorter fences of its own."""
+    stack = []  # (fence, directive?, the opening line)
+    for line in markdown.splitlines():
+        m = FENCE.match(line)
+        if not m:
+            continue
+        fence, rest = m.group(1), m.group(2).strip()
+        top = stack[-1] if stack else None
+        closes = top is not None and not rest and fence[0] == top[0][0] and len(fence) >= len(top[0])
+        if closes:
+            stack.pop()
+        elif top is None or top[1]:
+            stack.append((fence, rest.startswith("{"), line.strip()))
+    return [opening for _, _, opening in stack]
+
+
+def test_unclosed_fences_detector():
+    assert unclosed_fences("text:\n```\n") == ["```"]
+    assert unclosed_fences("````{dropdown} A\n```python\nx = 1\n```\n````\n") == []
+    assert unclosed_fences("```{note}\nbody\n```\nmore\n```python\nx\n") == ["```python"]
+    assert unclosed_fences("```\ncode\n````\n") == []  # a longer fence closes a plain block too
+    assert unclosed_fences(":::{note}\nA\n:::\n") == []
+
+
+@pytest.mark.parametrize("name", DOCS_WITH_SOURCE)
+def test_every_fence_is_closed(name):
+    hits = [f for source in markdown_sources(name) for f in unclosed_fences(source)]
+    assert not hits, f"{name}: fences never closed {hits} (an empty code box, or prose rendered as code)"
+
+
 @pytest.mark.parametrize("name", DOCS_WITH_SOURCE)
 def test_markdown_has_no_bare_angle_bracket_words(name):
     sources = markdown_sources(name)
