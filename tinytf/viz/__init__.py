@@ -52,6 +52,6 @@ __all__ += ["sliding_window_figure", "window_masks", "cache_context_figure", "ex
             "router_figure", "logit_growth_figure"]
 
 # The text model along its training run (issue #12): one head's map at every saved snapshot.
-from .snapshots import head_comparison, snapshot_attention  # noqa: E402
+from .snapshots import head_comparison, snapshot_attention, visible_labels  # noqa: E402
 
-__all__ += ["snapshot_attention", "head_comparison"]
+__all__ += ["snapshot_attention", "head_comparison", "visible_labels"]

@@ -46,6 +46,12 @@ def _check_layer_head(cfg, layer: int, head: int) -> None:
         raise TinyTFInputError(f"head {head} does not exist: each block has {cfg.n_heads} heads (0..{cfg.n_heads - 1})")
 
 
+def visible_labels(ids) -> list:
+    """One axis label per byte of ``ids`` (``token_labels``), with a space shown as "␣" and a line break as "↵"
+    (``tinytf.viz.lab.VISIBLE``, the lab's glyphs): the byte labels of every map in this module."""
+    return [VISIBLE.get(t, t) for t in token_labels(torch.as_tensor(ids))]
+
+
 def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: int = FRAME_MS, title: str = ""):
     """Animated figure: head ``head`` of block ``layer`` on the bytes of ``text``, one frame per snapshot.
 
@@ -66,8 +72,7 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
     maps = {s: traces[s][name][0, head] for s in steps}
     scores = [float(previous_token_score(maps[s][None])[0]) for s in steps]
     T = ids.shape[-1]
-    # a space and a new line as the lab's glyphs (␣, ↵): a bare " " would leave a blank tick ("3: ")
-    lab = axis_labels([VISIBLE.get(t, t) for t in token_labels(ids)], T)
+    lab = axis_labels(visible_labels(ids), T)  # a bare " " would leave a blank tick ("3: ")
     masked = np.triu(np.ones((T, T), dtype=bool), k=1)
     step_labels = [f"step {s}" for s in steps]
     frames = []
@@ -108,8 +113,8 @@ def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: st
     """One head's attention map on the bytes of ``text`` in several models side by side (e.g. {"trained": lm,
     "untrained twin": twin}), one panel per model sharing one 0..1 colour scale; masked cells are left blank.
     Every map is the trace entry ``blocks.{layer}.attn.weights[0, head]`` of that model's forward pass. Lighter
-    than one ``attention_map`` per model (no mask marks), for long texts. ``labels``: one axis label per byte
-    instead of ``token_labels`` (e.g. with a space shown as "␣")."""
+    than one ``attention_map`` per model (no mask marks), for long texts. The axes label each byte as
+    ``visible_labels`` does (a space as "␣", a line break as "↵"); ``labels``: one axis label per byte instead."""
     if not isinstance(models, dict) or not models:
         raise TinyTFInputError("head_comparison: expected {label: model} with at least one model")
     cfg = next(iter(models.values())).config
@@ -117,7 +122,7 @@ def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: st
     _check_layer_head(cfg, layer, head)
     traces = snapshot_traces(models, ids)
     T = ids.shape[-1]
-    lab = axis_labels(token_labels(ids) if labels is None else list(labels), T)
+    lab = axis_labels(visible_labels(ids) if labels is None else list(labels), T)
     masked = np.triu(np.ones((T, T), dtype=bool), k=1)
     n, gap = len(models), 0.06
     width = (1 - gap * (n - 1)) / n
