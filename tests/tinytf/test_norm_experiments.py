@@ -204,3 +204,14 @@ def test_ffn_expansion_can_give_h_its_own_colour_scale_and_rename_the_input():
     assert fig.layout.coloraxis4.cmax < fig.layout.coloraxis2.cmax  # h's own, smaller range
     plain = ffn_expansion(model, "cat")
     assert {t.coloraxis for t in plain.data if t.type == "heatmap"} == {"coloraxis", "coloraxis2", "coloraxis3"}
+
+
+def test_paired_strip_figure_puts_every_window_on_a_signed_log_axis():
+    from tinytf.viz.norms import _symlog, paired_strip_figure
+    diffs = {"small": torch.tensor([-0.002, 0.0, 0.011]), "large": torch.tensor([142.0, 295.0, 1269.0])}
+    fig = paired_strip_figure(diffs)
+    assert [t.name for t in fig.data] == ["small", "large"] and all(len(t.x) == 3 for t in fig.data)
+    assert list(fig.data[1].customdata) == [142.0, 295.0, 1269.0]  # hover shows the exact change
+    assert _symlog(0.0, 0.01) == 0.0 and _symlog(-0.01, 0.01) == -_symlog(0.01, 0.01)
+    assert _symlog(1000, 0.01) - _symlog(100, 0.01) == pytest.approx(1.0, abs=1e-4)  # a factor 10 per unit
+    assert fig.layout.xaxis.range[1] > _symlog(1269.0, 0.01)  # the largest change is on the axis
