@@ -204,3 +204,27 @@ def test_ffn_expansion_can_give_h_its_own_colour_scale_and_rename_the_input():
     assert fig.layout.coloraxis4.cmax < fig.layout.coloraxis2.cmax  # h's own, smaller range
     plain = ffn_expansion(model, "cat")
     assert {t.coloraxis for t in plain.data if t.type == "heatmap"} == {"coloraxis", "coloraxis2", "coloraxis3"}
+
+
+def test_paired_strip_figure_puts_every_window_on_a_signed_log_axis():
+    from tinytf.viz.norms import _symlog, paired_strip_figure
+    diffs = {"small": torch.tensor([-0.002, 0.0, 0.011]), "large": torch.tensor([142.0, 295.0, 1269.0])}
+    fig = paired_strip_figure(diffs)
+    assert [t.name for t in fig.data] == ["small", "large"] and all(len(t.x) == 3 for t in fig.data)
+    assert list(fig.data[1].customdata) == [142.0, 295.0, 1269.0]  # hover shows the exact change
+    assert _symlog(0.0, 0.01) == 0.0 and _symlog(-0.01, 0.01) == -_symlog(0.01, 0.01)
+    assert _symlog(1000, 0.01) - _symlog(100, 0.01) == pytest.approx(1.0, abs=1e-4)  # a factor 10 per unit
+    assert fig.layout.xaxis.range[1] > _symlog(1269.0, 0.01)  # the largest change is on the axis
+
+
+def test_ffn_expansion_names_the_shared_hidden_scale_and_can_shorten_the_bar_axis():
+    from tinytf.viz import ffn_expansion
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=16, n_heads=2, n_layers=1, d_ff=64))
+    own = ffn_expansion(model, "cat", h_own_scale=True, bar_max=0.6)
+    assert own.layout.coloraxis2.colorbar.title.text == "hidden: gate, up, SiLU(gate)"
+    bar_axis = [ax for name, ax in own.layout.to_plotly_json().items() if name.startswith("xaxis") and ax.get("range")]
+    assert [ax["range"] for ax in bar_axis] == [[0, 0.6]] and bar_axis[0]["tickvals"] == [0, 0.5]
+    plain = ffn_expansion(model, "cat")  # the defaults are unchanged
+    assert plain.layout.coloraxis2.colorbar.title.text == "hidden"
+    assert [ax["range"] for name, ax in plain.layout.to_plotly_json().items()
+            if name.startswith("xaxis") and ax.get("range")] == [[0, 1.25]]

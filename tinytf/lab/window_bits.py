@@ -47,31 +47,32 @@ def paired_difference(b: torch.Tensor, a: torch.Tensor) -> Spread:
     return spread(b - a)
 
 
-def format_means(per_window: dict) -> str:
+def format_means(per_window: dict, name_width: int = 33) -> str:
     """Plain text, one row per ``{variant: [n] bits per byte}``: the mean over the windows and its standard error,
     each at the precision it supports (the standard error to one significant figure, the mean to the same decimal
     place: 0.07 gives two decimals, 0.2 one; never fewer than whole units), then a uniform guess's 8."""
-    lines = [f"{'variant':33} {'bits per byte':>13} {'standard error':>15}"]
+    lines = [f"{'variant':{name_width}} {'bits per byte':>13} {'standard error':>15}"]
     for name, b in per_window.items():
         s = spread(b)  # mean over the windows; s.sem its standard error
         se_place = -math.floor(math.log10(s.sem))  # the standard error to one significant figure
         dec = max(0, se_place)  # the mean to the standard error's decimal place
-        lines.append(f"{name:33} {s.mean:13.{dec}f} {round(s.sem, se_place):15.{max(0, se_place)}f}")
-    lines.append(f"{'uniform guess over 256 bytes':33} {math.log2(256):13.0f}")
+        lines.append(f"{name:{name_width}} {s.mean:13.{dec}f} {round(s.sem, se_place):15.{max(0, se_place)}f}")
+    lines.append(f"{'uniform guess over 256 bytes':{name_width}} {math.log2(256):13.0f}")
     return "\n".join(lines)
 
 
-def paired_table(rows: dict) -> str:
+def paired_table(rows: dict, name_width: int = 33) -> str:
     """Plain text, one row per ``{variant: dict(d=[n] paired differences, q1=, q3=, worse=, p=)}``: the median,
     the interquartile range, the mean, the windows made worse and the sign test's p. Fewer decimals for larger
-    changes (3 under 1, 1 under 100, else 0); a p under 1e-3 is printed as the bound it is under."""
-    lines = [f"{'variant':33} {'median':>7} {'IQR (25% to 75%)':>17} {'mean':>7} {'windows worse':>14} "
+    changes (3 under 1, 1 under 100, else 0); a p under 1e-3 is printed as the bound it is under. With
+    ``name_width`` 18 a row is 78 characters wide."""
+    lines = [f"{'variant':{name_width}} {'median':>7} {'IQR (25% to 75%)':>16} {'mean':>7} {'windows worse':>13} "
              f"{'sign test p':>12}"]
     for name, r in rows.items():
         d = r["d"]
         dec = 3 if d.median().abs() < 1 else 1 if d.median().abs() < 100 else 0
         p_text = f"{r['p']:.2g}" if r["p"] >= 1e-3 else below(r["p"], 1e-9)
         iqr = f"{r['q1']:+.{dec}f} to {r['q3']:+.{dec}f}"
-        lines.append(f"{name:33} {float(d.median()):+7.{dec}f} {iqr:>17} {float(d.mean()):+7.{dec}f}"
-                     f" {str(r['worse']) + ' of ' + str(len(d)):>14} {p_text:>12}")
+        lines.append(f"{name:{name_width}} {float(d.median()):+7.{dec}f} {iqr:>16} {float(d.mean()):+7.{dec}f}"
+                     f" {str(r['worse']) + ' of ' + str(len(d)):>13} {p_text:>12}")
     return "\n".join(lines)

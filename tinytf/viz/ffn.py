@@ -51,14 +51,14 @@ def _bound_sparsity(parts, mats, near, near_rms=None) -> dict:
 
 
 def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NEAR_ZERO, batch: int = 0,
-                  near_rms: float | None = None, x_label: str | None = None, h_own_scale: bool = False):
+                  near_rms: float | None = None, x_label: str | None = None, h_own_scale: bool = False, bar_max=1.25):
     """Stacked heatmaps, each drawn at its true width: the FFN input [T, C], the hidden tensors
     [T, d_ff] (d_ff = 4C in the classic block, so 4x as wide) and the output [T, C] (the book keeps the widths
     to scale at every page width: ``layout.meta.tinytf.toScale``); a bar chart below them gives the fraction of hidden units exactly zero and near zero (|h| < ``near``, or, with ``near_rms``,
     |h| < near_rms times the root-mean-square of that hidden tensor, a threshold relative to its size).
     ``x_label`` renames the input row (see ffn_parts); with ``h_own_scale`` a SwiGLU's h = SiLU(gate) ⊙ up gets its
     own symmetric colour scale and colour bar, so that its values show even when they are much smaller than the
-    gate's (the other hidden rows keep their shared scale)."""
+    gate's (the other hidden rows keep their shared scale, whose colour bar then names them). ``bar_max``: the bars' axis end."""
     t = get_traced(model, ids, labels=labels, batch=batch)
     parts = ffn_parts(t.trace, layer, x_label)
     mats = [bnd.source(t.trace, name)[t.batch] for _, name, _ in parts]  # Bound (value + recipe)
@@ -96,7 +96,7 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
         annotations.append(dict(text=f"<b>{label}</b> [{T}, {z.shape[-1]}]", x=left_w / 2, y=y1, xref="paper",
                                 yref="paper", yanchor="bottom", showarrow=False, font=dict(size=11)))
     bar_top = (bar_px - 40) / plot_px  # the legend sits above the bars
-    bars, bar_axes = _sparsity_bars(sparsity, near, near_rms, n + 1, left_w, bar_top)
+    bars, bar_axes = _sparsity_bars(sparsity, near, near_rms, n + 1, left_w, bar_top, bar_max)
     data += bars
     layout.update(bar_axes)
     hid = groups["hidden"]
@@ -120,7 +120,7 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
                             f"below: hidden values exactly 0, and near 0 (|v| below {near_rms:.0%} of the RMS of "
                             "its tensor)") + "</span>"), x=0.01, xanchor="left"),
         coloraxis=dict(colorscale=DIVERGING, cmin=-m_in, cmax=m_in, colorbar=bar("input", 0, 0)),
-        coloraxis2=dict(colorscale=DIVERGING, cmin=-m_hid, cmax=m_hid, colorbar=bar("hidden", hid[0], hid[-1])),
+        coloraxis2=dict(colorscale=DIVERGING, cmin=-m_hid, cmax=m_hid, colorbar=bar("hidden: gate, up, SiLU(gate)" if own_h else "hidden", hid[0], hid[-1])),
         coloraxis3=dict(colorscale=DIVERGING, cmin=-m_out, cmax=m_out, colorbar=bar("output", n - 1, n - 1)),
         legend=dict(x=0.3, y=bar_top + 0.01, yanchor="bottom", xanchor="left", orientation="h", font=dict(size=10)),
     )
@@ -130,7 +130,7 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
     return make_figure(data, layout)
 
 
-def _sparsity_bars(sparsity: dict, near: float, near_rms, k: int, left_w: float, bar_top: float):
+def _sparsity_bars(sparsity: dict, near: float, near_rms, k: int, left_w: float, bar_top: float, bar_max=1.25):
     """The bar chart under ffn_expansion's heatmaps: per hidden tensor, the share of units exactly 0 and near 0,
     on axes x{k}/y{k} below the heatmaps (up to ``bar_top`` of the figure's height). Returns (traces, axes)."""
     labels_s = list(sparsity)
@@ -142,8 +142,8 @@ def _sparsity_bars(sparsity: dict, near: float, near_rms, k: int, left_w: float,
                          yaxis=f"y{k}", marker=dict(color=color), text=bnd.op("format", "{:.0%}", [vals]),
                          textposition="outside", cliponaxis=False, textfont=dict(size=10),
                          hovertemplate=f"%{{y}}<br>{what}: %{{x:.1%}}<extra></extra>"))
-    axes = {f"xaxis{k}": dict(domain=[0.3, left_w], anchor=f"y{k}", range=[0, 1.25], tickformat=".0%",
-                              tickvals=[0, 0.5, 1], fixedrange=True,
+    axes = {f"xaxis{k}": dict(domain=[0.3, left_w], anchor=f"y{k}", range=[0, bar_max], tickformat=".0%",
+                              tickvals=[v for v in (0, 0.5, 1) if v <= bar_max], fixedrange=True,
                               title=dict(text="share of hidden units", font=dict(size=11))),
             f"yaxis{k}": dict(domain=[0, bar_top], anchor=f"x{k}", fixedrange=True,
                               autorange="reversed", tickfont=dict(size=10), type="category")}

@@ -4,6 +4,8 @@ The outputs drawn are computed by the norm modules passed in (tinytf.LayerNorm, 
 this module only calls them and arranges the numbers."""
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
@@ -81,7 +83,7 @@ def depth_rms_figure(profiles, title: str = "", height: int = 460) -> go.Figure:
     fig.update_xaxes(title="block (0 = nearest the input)")
     fig.update_yaxes(title="stream RMS after the block (median of seeds)", type="log", exponentformat="power")
     title = title or _title(f"Stream RMS after each block of a {profiles[0].n_layers}-block stack, with and without norms",
-                            "without a norm the last finite value is after block 5, and block 6 overflows; with either norm it grows slowly")
+                            "no norm: last finite value after block 5, block 6 overflows; init std 0.02: the three dashed curves coincide")
     fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
                       margin=dict(l=70, r=20, t=110, b=50), legend=dict(font=dict(size=11)))
     return fig
@@ -121,4 +123,37 @@ def depth_ms_figure(profiles, height: int = 420) -> go.Figure:
                                    "on a linear axis the points lie on a straight line: the RMS grows like √depth"),
                       margin=dict(l=70, r=20, t=110, b=50),
                       legend=dict(font=dict(size=11), x=0.01, y=0.99, xanchor="left", yanchor="top"))
+    return fig
+
+
+def _symlog(v: float, lin: float) -> float:
+    """A signed logarithmic position: 0 at 0, ±1 at ±lin, one more unit per factor 10 beyond."""
+    return math.copysign(math.log10(1 + abs(v) / lin), v)
+
+
+def paired_strip_figure(diffs: dict, lin: float = 0.01, height: int = 420) -> go.Figure:
+    """One row of points per variant (``diffs``: {name: [n] paired differences}), each point one window's
+    change, on a signed logarithmic axis (linear within ±``lin``, logarithmic beyond, so that changes from a
+    hundredth to a thousand share one axis), with zero marked. Points are jittered vertically by a fixed
+    pattern (no randomness); hovering gives the exact change."""
+    fig = go.Figure()
+    names = list(diffs)
+    for n, name in enumerate(names):
+        d = [float(v) for v in diffs[name]]
+        y = [len(names) - 1 - n + 0.25 * ((i * 7919) % 13 / 12 - 0.5) for i in range(len(d))]
+        fig.add_trace(go.Scatter(
+            x=[_symlog(v, lin) for v in d], y=y, mode="markers", name=name, customdata=d,
+            marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)], size=7, opacity=0.8,
+                        symbol=["circle", "diamond", "square", "triangle-up"][n % 4]),
+            hovertemplate=f"{name}<br>change %{{customdata:+.3g}} bits per byte<extra></extra>"))
+    ticks = [0, 0.1, 1, 10, 100, 1000]  # no ±0.01: at phone width they would overlap 0
+    fig.add_vline(x=0, line=dict(color="#444444", width=1.5))
+    fig.update_xaxes(title="change in bits per byte against the trained model (signed log axis)",
+                     tickvals=[_symlog(t, lin) for t in ticks], ticktext=[f"{t:+g}" if t else "0" for t in ticks],
+                     range=[_symlog(-0.02, lin), _symlog(2 * max(max(map(float, v)) for v in diffs.values()), lin)])
+    fig.update_yaxes(tickvals=list(range(len(names))), ticktext=names[::-1], range=[-0.6, len(names) - 0.4])
+    fig.update_layout(template="plotly_white", font=FONT, height=height, showlegend=False,
+                      title=_title("Change per text window after each surgery (one point per window)",
+                                   "right of 0: worse than the trained model; from 0.1 on, each tick is ten times the last"),
+                      margin=dict(l=150, r=20, t=100, b=60))
     return fig
