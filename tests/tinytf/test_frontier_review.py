@@ -61,7 +61,7 @@ def test_reports():
                                      "2 features of the chapter's frontier block it does not use (of 3 reviewed)"]
     assert "   see:         The frontier block" in text and "   the feature: " in text and "   trade-off:   " in text
     assert format_review([], "x", target="frontier").endswith("uses all 3 features of the chapter's frontier block")
-    assert format_review([], "x").endswith("no gaps: this is a Llama-3-style block ✅")
+    assert format_review([], "x").endswith("no differences: this is a Llama-3-style block ✅")
     table = frontier_review_table(FRONTIER)
     assert "MLA (latent 512 + RoPE 64), MoE 8 of 256 + 1 shared" in table
     assert "window 512 on 22/26 layers" in table
