@@ -206,8 +206,8 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
 def swap_animation(steps, frame_ms: int = 1400):
     """``steps``: [(name, TinyConfig)], each config one swap away from the one before (chapter 9's
     2017 → 2026 path). One frame per step: the parameters of one block by component
-    (``tinytf.exact_layer_params``) and how many gaps the block reviewer (``tinytf.review``) still
-    finds against the Llama-3-style recipe."""
+    (``tinytf.exact_layer_params``) and in how many aspects the block reviewer (``tinytf.review``)
+    still finds it differs from the Llama-3-style recipe."""
     steps = list(steps)
     if not steps:
         raise TinyTFInputError("swap_animation: no steps given")
@@ -226,14 +226,14 @@ def swap_animation(steps, frame_ms: int = 1400):
                  text=[f"{c[p]:,}" for p in parts], textposition="outside", cliponaxis=False,
                  hovertemplate="%{y}: %{x:,} parameters<extra></extra>"),
             dict(type="bar", x=[g for g in gaps[: k + 1]], y=labels[: k + 1], orientation="h", xaxis="x2", yaxis="y2",
-                 marker=dict(color=OKABE_ITO[5]), name="reviewer gaps",
+                 marker=dict(color=OKABE_ITO[5]), name="differences from the recipe",
                  text=[str(g) for g in gaps[: k + 1]], textposition="outside", cliponaxis=False,
-                 hovertemplate="%{y}: %{x} gaps<extra></extra>"),
+                 hovertemplate="%{y}: %{x} differences<extra></extra>"),
         ]
 
     frames = [dict(name=names[k], data=traces(k), layout=dict(title=dict(text=_title(
         f"Step {k}: {labels[k]} — {counts[k]['total']:,} parameters per block",
-        "left: one block's parameters by part; right: gaps the block reviewer still finds, step by step"))))
+        "left: one block's parameters by part; right: differences from the Llama-3-style recipe"))))
               for k in range(len(steps))]
     layout = dict(
         font=FONT, height=430, showlegend=False, margin=dict(l=80, r=40, t=100, b=150), plot_bgcolor="white",
@@ -241,7 +241,7 @@ def swap_animation(steps, frame_ms: int = 1400):
         xaxis=dict(domain=[0, 0.42], range=[0, top * 1.3], title=dict(text="parameters"), fixedrange=True),
         yaxis=dict(domain=[0, 1], type="category", categoryorder="array", categoryarray=["attention", "FFN", "norms"],
                    autorange="reversed", fixedrange=True),
-        xaxis2=dict(domain=[0.7, 1], anchor="y2", range=[0, max(gaps) * 1.3 + 0.5], title=dict(text="reviewer gaps"),
+        xaxis2=dict(domain=[0.7, 1], anchor="y2", range=[0, max(gaps) * 1.3 + 0.5], title=dict(text="differences from the recipe"),
                     fixedrange=True, dtick=1),
         yaxis2=dict(domain=[0, 1], anchor="x2", type="category", categoryorder="array", categoryarray=labels,
                     autorange="reversed", fixedrange=True, range=[len(labels) - 0.5, -0.5]),
