@@ -13,7 +13,7 @@ The chapter's tables, laid out as plain text (the cells compute, these only form
     format_cache_ranking(orders)                the three smallest KV caches at each context length
     format_attention_variants(rows)             cache and attention parameters of attention variants of one model
     format_update_rms(updates, streams, x_rms)  RMS of each sublayer's update and of the final stream, per placement
-    format_lr_sweep(sweep)                      the learning-rate sweep: last largest |logit| and late loss per seed
+    format_lr_sweep(sweep)                      the learning-rate sweep: largest absolute logit and late loss per seed
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def _two_digits(x: float) -> str:
 
 def format_lr_sweep(sweep: dict) -> str:
     """Plain text, one row per (learning rate, variant) of ``sweep`` (``load_lr_sweep``): per seed, the largest
-    |attention logit| at the last step (two significant digits) and the mean of the last ten recorded batch
+    absolute attention logit at the last step (two significant digits) and the mean of the last ten recorded batch
     losses (two decimals)."""
     seeds = sweep["settings"]["seeds"]
     last = sweep["settings"]["steps"]
