@@ -5,6 +5,7 @@
     gradient_reach(model, ids)                  per layer: which input positions reach each query (autograd)
     logit_growth(cfg, steps, lr, seed)          train briefly, record the largest absolute attention logit every few steps
     load_logit_growth()                         the recorded runs, tinytf/checkpoints/qk_norm_logits.json
+    load_lr_sweep()                             the recorded learning-rate sweep (scripts/qk_norm_sweep.py)
     main()                                      ``python -m tinytf record-qk-norm``: re-record them
 
 The chapter's tables, laid out as plain text (the cells compute, these only format):
@@ -12,6 +13,7 @@ The chapter's tables, laid out as plain text (the cells compute, these only form
     format_cache_ranking(orders)                the three smallest KV caches at each context length
     format_attention_variants(rows)             cache and attention parameters of attention variants of one model
     format_update_rms(updates, streams, x_rms)  RMS of each sublayer's update and of the final stream, per placement
+    format_lr_sweep(sweep)                      the learning-rate sweep: largest absolute logit and late loss per seed
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from .tasks import InductionTask
 from .train import decoder_loss, num_threads
 
 LOGIT_GROWTH_FILE = Path(__file__).resolve().parents[1] / "checkpoints" / "qk_norm_logits.json"
+LR_SWEEP_FILE = LOGIT_GROWTH_FILE.with_name("qk_norm_sweep.json")
 
 
 def gradient_reach(model, ids) -> np.ndarray:
@@ -88,6 +91,12 @@ def load_logit_growth(path=None) -> dict:
     return json.loads(Path(path or LOGIT_GROWTH_FILE).read_text())
 
 
+def load_lr_sweep(path=None) -> dict:
+    """The recorded learning-rate sweep, plain against QK-norm (written by ``scripts/qk_norm_sweep.py``):
+    ``runs[variant][str(lr)]`` is one ``logit_growth`` record per seed."""
+    return json.loads(Path(path or LR_SWEEP_FILE).read_text())
+
+
 LOGIT_GROWTH_SETTINGS = dict(base=dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, d_ff=192, max_seq_len=64),
                              steps=150, lr=1e-2, every=10, seeds=[0, 1, 2])
 
@@ -106,6 +115,30 @@ def format_attention_variants(rows: dict, title: str = "DeepSeek-V3 attention") 
     lines = [f"{title:22} {'values/layer':>12} {'per token':>11} {'at 128k tokens':>15} {'attention parameters':>21}"]
     lines += [f"{name:22} {values:>12,} {format_bytes(per_token):>11} {format_bytes(at_128k):>15} {params:>21,}"
               for name, (values, per_token, at_128k, params) in rows.items()]
+    return "\n".join(lines)
+
+
+def _two_digits(x: float) -> str:
+    """``x`` to two significant digits, without an exponent: 5.3, 22, 230, 3,500."""
+    r = float(f"{x:.2g}")
+    return f"{r:.1f}" if r < 10 else f"{r:,.0f}"
+
+
+def format_lr_sweep(sweep: dict) -> str:
+    """Plain text, one row per (learning rate, variant) of ``sweep`` (``load_lr_sweep``): per seed, the largest
+    absolute attention logit at the last step (two significant digits) and the mean of the last ten recorded batch
+    losses (two decimals)."""
+    seeds = sweep["settings"]["seeds"]
+    last = sweep["settings"]["steps"]
+    head = "".join(f"{'seed ' + str(s):>8}" for s in seeds)
+    lines = [f"{'':16}{'largest |logit|, step ' + str(last):>{8 * len(seeds)}}     "
+             f"{'loss, last 10 batches':>{8 * len(seeds)}}",
+             f"{'lr':7} {'variant':8}{head}     {head}"]
+    for lr in sweep["settings"]["lrs"]:
+        for variant, by_lr in sweep["runs"].items():
+            recs = by_lr[str(lr)]
+            lines.append(f"{lr:<7g} {variant:8}" + "".join(f"{_two_digits(r['max_logit'][-1]):>8}" for r in recs)
+                         + "     " + "".join(f"{sum(r['loss'][-10:]) / 10:>8.2f}" for r in recs))
     return "\n".join(lines)
 
 

@@ -1,0 +1,26 @@
+"""The recorded learning-rate sweep of chapter 10.1 (scripts/qk_norm_sweep.py) and its table."""
+from tinytf.lab import frontier
+
+
+def _rec(logit, loss):
+    return {"steps": list(range(0, 110, 10)), "max_logit": [0.1] * 10 + [logit], "loss": [None] + [loss] * 10}
+
+
+def test_format_lr_sweep_rows_and_digits():
+    sweep = {"settings": {"seeds": [0, 1], "steps": 100, "lrs": [0.001, 0.03]},
+             "runs": {"plain": {"0.001": [_rec(5.31, 1.5), _rec(7.04, 1.56)], "0.03": [_rec(3490.8, 3.19), _rec(229.1, 3.1)]},
+                      "QK-norm": {"0.001": [_rec(4.6, 1.2), _rec(9.96, 1.0)], "0.03": [_rec(22.8, 2.9), _rec(16.3, 2.8)]}}}
+    lines = frontier.format_lr_sweep(sweep).splitlines()
+    assert len(lines) == 2 + 4 and all(len(line) <= 78 for line in lines)
+    assert lines[2].split() == ["0.001", "plain", "5.3", "7.0", "1.50", "1.56"]
+    assert lines[3].split() == ["0.001", "QK-norm", "4.6", "10", "1.20", "1.00"]
+    assert lines[4].split() == ["0.03", "plain", "3,500", "230", "3.19", "3.10"]
+
+
+def test_recorded_sweep_is_complete():
+    sweep = frontier.load_lr_sweep()
+    s = sweep["settings"]
+    assert set(sweep["runs"]) == {"plain", "QK-norm"}
+    for by_lr in sweep["runs"].values():
+        assert list(by_lr) == [str(lr) for lr in s["lrs"]]
+        assert all(len(recs) == len(s["seeds"]) and recs[0]["steps"][-1] == s["steps"] for recs in by_lr.values())
