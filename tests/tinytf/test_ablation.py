@@ -189,3 +189,17 @@ def test_lens_agreement_ends_at_the_model_itself(model, windows):
     assert r["bits"][-1] == pytest.approx(bits, abs=1e-4)
     with pytest.raises(TinyTFInputError):
         lens.lens_agreement(model, inputs[0], targets[0])
+
+
+def test_resample_ablation_writes_the_other_windows_outputs(model, windows):
+    inputs, targets = windows
+    inputs, targets = inputs[:3], targets[:3]
+    site = A.sites(model, "attn")[:1]
+    sources = A.resample_sources(model, inputs, site)
+    _, trace = model.run_with_trace(inputs, names=site)
+    assert torch.equal(sources[site[0]][1], trace[site[0]][0])  # window 1 gets window 0's output
+    same = A.ResampleAblation(A.resample_sources(model, inputs, site, shift=0))
+    assert torch.allclose(A.window_bits(model, inputs, targets, same, batch_size=3),
+                          A.window_bits(model, inputs, targets), atol=1e-5)  # its own output: nothing changes
+    with pytest.raises(TinyTFInputError):
+        A.window_bits(model, inputs, targets, A.ResampleAblation(sources), batch_size=2)

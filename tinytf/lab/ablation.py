@@ -134,6 +134,41 @@ class MeanAblation(Ablation):
         return to_mean
 
 
+class ResampleAblation(Ablation):
+    """Each site's output replaced by a stored activation of the same shape, the intact model's output at that
+    site on other inputs (resample-ablation, or patching), e.g. from ``resample_sources``. The model must then
+    run on exactly the inputs the sources were aligned with, in one batch."""
+
+    def __init__(self, sources: dict):
+        if not isinstance(sources, dict) or not sources:
+            raise TinyTFInputError("ResampleAblation: expected {site: activations [n, T, C]}, e.g. from "
+                                   "ablation.resample_sources")
+        super().__init__(list(sources))
+        self.sources = {s: torch.as_tensor(a).detach() for s, a in sources.items()}
+
+    def replacement(self, site: str):
+        source = self.sources[site]
+
+        def to_source(x):
+            if x.shape != source.shape:
+                raise TinyTFInputError(f"ResampleAblation: the source of {site} is {list(source.shape)}, the "
+                                       f"model's output {list(x.shape)} (run all the windows in one batch)")
+            return source.to(x.dtype)
+
+        return to_source
+
+
+@torch.no_grad()
+def resample_sources(model, inputs, site_names, shift: int = 1) -> dict:
+    """{site: [n, T, C]}: each site's output on the intact model, rolled by ``shift`` windows, so that window i
+    receives what the sublayer wrote on window i - shift (for ``ResampleAblation``)."""
+    inputs = _check_windows(inputs)
+    names = _check_sites(site_names)
+    model.eval()
+    _, trace = model.run_with_trace(inputs, names=names)
+    return {s: trace[s].roll(shift, dims=0) for s in names}
+
+
 def _check_windows(inputs, targets=None):
     inputs = torch.as_tensor(inputs)
     if inputs.dim() != 2 or inputs.is_floating_point() or inputs.numel() == 0:
