@@ -24,3 +24,13 @@ def test_recorded_sweep_is_complete():
     for by_lr in sweep["runs"].values():
         assert list(by_lr) == [str(lr) for lr in s["lrs"]]
         assert all(len(recs) == len(s["seeds"]) and recs[0]["steps"][-1] == s["steps"] for recs in by_lr.values())
+
+
+def test_two_digits_grouping_only_when_asked():
+    """Two significant digits keep measured zeros and group thousands only on request."""
+    from tinytf.lab.prefill_decode import two_digits
+
+    assert two_digits(3496.0, keep_zeros=True, grouping=True) == "3,500"
+    assert two_digits(3496.0, keep_zeros=True) == "3500"
+    assert two_digits(5.0, keep_zeros=True, grouping=True) == "5.0"
+    assert two_digits(0.0123) == "0.012"

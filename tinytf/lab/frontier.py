@@ -26,6 +26,7 @@ import torch
 from ..config import TinyConfig
 from ..models import TinyTransformer
 from .cache_memory import format_bytes
+from .prefill_decode import two_digits
 from .tasks import InductionTask
 from .train import decoder_loss, num_threads
 
@@ -118,12 +119,6 @@ def format_attention_variants(rows: dict, title: str = "DeepSeek-V3 attention") 
     return "\n".join(lines)
 
 
-def _two_digits(x: float) -> str:
-    """``x`` to two significant digits, without an exponent: 5.3, 22, 230, 3,500."""
-    r = float(f"{x:.2g}")
-    return f"{r:.1f}" if r < 10 else f"{r:,.0f}"
-
-
 def format_lr_sweep(sweep: dict) -> str:
     """Plain text, one row per (learning rate, variant) of ``sweep`` (``load_lr_sweep``): per seed, the largest
     absolute attention logit at the last step (two significant digits) and the mean of the last ten recorded batch
@@ -137,8 +132,9 @@ def format_lr_sweep(sweep: dict) -> str:
     for lr in sweep["settings"]["lrs"]:
         for variant, by_lr in sweep["runs"].items():
             recs = by_lr[str(lr)]
-            lines.append(f"{lr:<7g} {variant:8}" + "".join(f"{_two_digits(r['max_logit'][-1]):>8}" for r in recs)
-                         + "     " + "".join(f"{sum(r['loss'][-10:]) / 10:>8.2f}" for r in recs))
+            logits = "".join(f"{two_digits(r['max_logit'][-1], keep_zeros=True, grouping=True):>8}" for r in recs)
+            losses = "".join(f"{sum(r['loss'][-10:]) / 10:>8.2f}" for r in recs)
+            lines.append(f"{lr:<7g} {variant:8}{logits}     {losses}")
     return "\n".join(lines)
 
 

@@ -106,20 +106,23 @@ class Spread:
         return self.q1 <= x <= self.q3
 
 
-def significant(x: float, digits: int, keep_zeros: bool = False) -> str:
+def significant(x: float, digits: int, keep_zeros: bool = False, grouping: bool = False) -> str:
     """``x`` to ``digits`` significant digits; trailing zeros dropped (0.1 -> '0.1') or, with ``keep_zeros``,
-    kept (0.1 -> '0.10' at two digits: a value whose last printed digit was measured)."""
+    kept (0.1 -> '0.10' at two digits: a value whose last printed digit was measured); ``grouping`` puts a
+    thousands comma into large values (3500 -> '3,500')."""
     if keep_zeros:
         text = format(float(x), f"#.{digits}g").rstrip(".")
         if "e" not in text:
             return text
     # no exponent: 105 at two digits prints as 100, not 1.0e+02
-    return f"{float(f'{x:.{digits}g}'):.0f}" if abs(x) >= 10 ** digits else f"{float(f'{x:.{digits}g}'):g}"
+    if abs(x) >= 10 ** digits:
+        return f"{float(f'{x:.{digits}g}'):,.0f}" if grouping else f"{float(f'{x:.{digits}g}'):.0f}"
+    return f"{float(f'{x:.{digits}g}'):g}"
 
 
-def two_digits(x: float, keep_zeros: bool = False) -> str:
+def two_digits(x: float, keep_zeros: bool = False, grouping: bool = False) -> str:
     """``x`` to two significant digits: 0.0123 -> '0.012', 41.7 -> '42' (see :func:`significant`)."""
-    return significant(x, 2, keep_zeros)
+    return significant(x, 2, keep_zeros, grouping)
 
 
 def three_digits(x: float) -> str:
