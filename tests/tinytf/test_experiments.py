@@ -71,7 +71,7 @@ def test_layer_profile_is_deterministic_averages_seeds_and_keeps_the_rng():
     assert p1.grad_norm == pytest.approx(geo, rel=1e-9)
     assert p1.depth == 3 and p1.grad_ratio == pytest.approx(p1.grad_norm[0] / p1.grad_norm[-1])
     assert p1.per_layer_factor == pytest.approx(p1.grad_ratio ** 0.5)
-    assert p1.label == "3 layers, pre-norm, residual"
+    assert p1.label == "3 blocks, pre-norm, residual"
     assert torch.get_num_threads() >= 1
 
 
@@ -95,7 +95,7 @@ def test_depth_sweep_and_table():
     assert [p.depth for p in profiles] == [2, 3]
     table = ex.format_profiles(profiles, columns=("grad_ratio", "similarity_last"))
     lines = table.splitlines()
-    assert len(lines) == 4 and "first/last" in lines[0] and lines[2].startswith("2 layers")
+    assert len(lines) == 4 and "first/last" in lines[0] and lines[2].startswith("2 blocks")
     assert f"{profiles[1].grad_ratio:.3g}" in lines[3]
     with pytest.raises(tinytf.TinyTFInputError, match="unknown column"):
         ex.format_profiles(profiles, columns=("nope",))

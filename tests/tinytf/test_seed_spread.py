@@ -34,7 +34,7 @@ def test_per_layer_range_brackets_the_combined_factor():
     p = ex.layer_profile(SMALL, seeds=(0, 1, 2), seq_len=8, batch=2)
     lo, hi = p.per_layer_range
     assert lo <= p.per_layer_factor <= hi
-    assert "per layer, seed range" in ex.format_profiles([p], columns=("per_layer_range",)).splitlines()[0]
+    assert "per block, seed range" in ex.format_profiles([p], columns=("per_layer_range",)).splitlines()[0]
 
 
 def _ill_conditioned_profile(gap=0.01):

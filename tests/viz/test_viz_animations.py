@@ -57,7 +57,11 @@ def test_depth_animation_reads_the_stream_from_the_trace():
     assert len(fig.frames) == 1 + 2 * 3
     _, trace = post.run_with_trace(tinytf.encode("cat"))
     last = fig.frames[-1].data[2]  # post: heatmap
-    assert np.allclose(_z(last), trace["blocks.2.resid_post"][0].double().numpy(), atol=1e-6)
+    stream = trace["blocks.2.resid_post"][0].double().numpy()
+    direction = stream / np.sqrt((stream ** 2).mean(-1, keepdims=True))  # each token divided by its RMS
+    assert np.allclose(_z(last), direction, atol=1e-5)
+    assert np.allclose(np.sqrt((_z(fig.frames[0].data[0]) ** 2).mean(-1)), 1.0, atol=1e-5)  # small stream: RMS 1 too
+    assert np.allclose(fig.frames[-1].data[3].x, np.sqrt((stream ** 2).mean(-1)), atol=1e-6)  # bars: the real RMS
     with pytest.raises(TinyTFInputError):
         depth_animation({"a": pre, "b": tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=2))}, "cat")
 

@@ -196,8 +196,8 @@ CHAOS_THRESHOLD = 1e-3  # float32 vs float64 relative gap above which a profile 
 
 
 def describe(cfg: TinyConfig) -> str:
-    """Short label of the choices chapter 5 varies: '12 layers, pre-norm, residual'."""
-    return f"{cfg.n_layers} layers, {cfg.norm_position}-norm, " + ("residual" if cfg.residual else "no residual")
+    """Short label of the choices chapter 5 varies: '12 blocks, pre-norm, residual'."""
+    return f"{cfg.n_layers} blocks, {cfg.norm_position}-norm, " + ("residual" if cfg.residual else "no residual")
 
 
 _MEASURED: dict = {}  # layer_profile results by their arguments (measurements are deterministic)
@@ -298,8 +298,8 @@ COLUMNS = {  # name: (header, value of a LayerProfile, format[, the same value f
     "grad_ratio": ("first/last", lambda p: p.grad_ratio, "#.3g",
                    lambda p: _float64(p.grad_norm_float64, lambda g: g[0] / g[-1])),
     "ratio_spread": ("seed range", lambda p: p.grad_ratio_range, "range"),
-    "per_layer": ("per layer", lambda p: p.per_layer_factor, ".2f"),
-    "per_layer_range": ("per layer, seed range", lambda p: p.per_layer_range, "range.2f"),
+    "per_layer": ("per block", lambda p: p.per_layer_factor, ".2f"),
+    "per_layer_range": ("per block, seed range", lambda p: p.per_layer_range, "range.2f"),
     "rms_first": ("RMS block 0", lambda p: p.activation_rms[0], "#.3g",
                     lambda p: _float64(p.activation_rms_float64, lambda a: a[0])),
     "rms_last": ("RMS last", lambda p: p.activation_rms[-1], "#.3g",

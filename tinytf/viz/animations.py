@@ -129,12 +129,17 @@ def temperature_animation(model, ids=None, layer: int = 0, head: int = 0, temper
 
 
 # --------------------------------------------------------------------------- chapter 5: depth
+def _per_token_direction(stream):
+    """The stream [T, C] with each token's vector divided by its own RMS: every row then has RMS 1."""
+    return stream / np.sqrt((stream ** 2).mean(-1, keepdims=True))
+
+
 def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
     """``models``: {name: TinyTransformer} of the same depth (e.g. a pre-norm and a post-norm
     stack). One frame per point of the residual stream: the embeddings, then after each block's
-    attention add (resid_mid) and FFN add (resid_post). Per model, a heatmap of the stream [T, C]
-    on one colour scale for the whole animation, and each token's RMS beside it (log axis, so that a small stream
-    and one of RMS 1 are both readable)."""
+    attention add (resid_mid) and FFN add (resid_post). Per model, a heatmap of the stream [T, C] with each
+    token's vector divided by its own RMS (its direction, readable whatever the stream's size), and each token's
+    RMS beside it (log axis, so that a small stream and one of RMS 1 are both readable)."""
     if not models:
         raise TinyTFInputError("depth_animation: no models given")
     traced = {name: get_traced(m, ids, labels=labels) for name, m in models.items()}
@@ -150,8 +155,8 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
     first = next(iter(traced.values()))
     T = streams[next(iter(streams))][0].shape[0]
     lab = axis_labels(first.labels, T)
-    m = sym_range(*[s for ss in streams.values() for s in ss])
     rms = [np.sqrt((s ** 2).mean(-1)) for ss in streams.values() for s in ss]
+    m = sym_range(*[_per_token_direction(s) for ss in streams.values() for s in ss])
     rms_top = max(float(r.max()) for r in rms)
     rms_low = min(float(r.min()) for r in rms)
     rms_range = [np.log10(rms_low / 1.5), np.log10(rms_top * 1.5)]  # log axis: a stream of RMS 0.02 stays visible
@@ -178,9 +183,9 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
         for r, (name, ss) in enumerate(streams.items()):
             a1, a2 = ("", "2") if r == 0 else (str(2 * r + 1), str(2 * r + 2))
             z = ss[k]
-            out.append(dict(type="heatmap", z=z, y=lab, xaxis=f"x{a1}", yaxis=f"y{a1}", coloraxis="coloraxis",
+            out.append(dict(type="heatmap", z=_per_token_direction(z), y=lab, xaxis=f"x{a1}", yaxis=f"y{a1}", coloraxis="coloraxis",
                             ygap=1, name=f"{name}: stream",
-                            hovertemplate=f"{name}<br>token %{{y}}<br>feature %{{x}}<br>value %{{z:.4g}}<extra></extra>"))
+                            hovertemplate=f"{name}<br>token %{{y}}<br>feature %{{x}}<br>value / RMS %{{z:.3g}}<extra></extra>"))
             out.append(dict(type="bar", x=np.sqrt((z ** 2).mean(-1)), y=lab, orientation="h", xaxis=f"x{a2}",
                             yaxis=f"y{a2}", marker=dict(color=OKABE_ITO[r % len(OKABE_ITO)]), name=f"{name}: RMS",
                             hovertemplate=f"{name}<br>token %{{y}}: RMS %{{x:.4g}}<extra></extra>"))
@@ -189,13 +194,13 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
     names = [nm for nm, _ in points]
     frames = [dict(name=nm, data=traces(k), layout=dict(title=dict(text=_title(
         f"The residual stream, {what} ({k + 1}/{len(points)})",
-        "one colour scale for every frame; RMS bars on a log axis: the pre-norm stream grows, the post-norm one stays at RMS 1"))))
+        "colours: each token's vector divided by its RMS; bars: its RMS (log axis): the pre-norm stream grows, the post-norm one stays at RMS 1"))))
               for k, (nm, what) in enumerate(points)]
     layout.update(font=FONT, height=int(170 + n * (T * 26 + 90)), showlegend=False,
                   margin=dict(l=70, r=70, t=100, b=150), annotations=annotations, plot_bgcolor="white",
                   title=dict(text=frames[0]["layout"]["title"]["text"], x=0.01, xanchor="left"),
                   coloraxis=dict(colorscale=DIVERGING, cmin=-m, cmax=m,
-                                 colorbar=dict(title=dict(text="value", side="right"), x=0.64, xanchor="left",
+                                 colorbar=dict(title=dict(text="value / RMS", side="right"), x=0.64, xanchor="left",
                                                thickness=10, len=0.9)),
                   **animation_controls(names, ["embed"] + [f"{b}{'a' if j == 0 else 'f'}" for b in range(L) for j in (0, 1)],
                               frame_ms, "point "))

@@ -30,7 +30,7 @@ def _describe(key: str, value) -> str:
     if key == "norm_position":
         return f"{value}-norm"
     if key == "n_layers":
-        return f"{value} layers"
+        return f"{value} blocks"
     if key == "init_std":
         return f"init std {value:.3g}"
     return f"{key}={value}"
