@@ -3,11 +3,11 @@ section 10.1).
 
 Trains the two tiny models of section 10.1 (d_model 64, 4 heads of 16, 2 layers; they differ only in
 ``qk_norm``) with ``tinytf.lab.frontier.logit_growth`` (AdamW 0.9/0.95, constant learning rate, no warm-up,
-no clipping, no weight decay, batches of 32) for 400 steps, at four learning rates and three seeds, and writes
+no clipping, no weight decay, batches of 32) for 400 steps, at five learning rates (0.0003 to 0.03) and three seeds, and writes
 every record (the largest |attention logit| on a fixed probe batch and the batch loss, every 10 steps) to
 tinytf/checkpoints/qk_norm_sweep.json, which chapter 10 loads.
 
-    python scripts/qk_norm_sweep.py          # 4 rates x 3 seeds x 2 variants = 24 runs, about 6 CPU-minutes
+    python scripts/qk_norm_sweep.py          # 5 rates x 3 seeds x 2 variants = 30 runs, about 4 CPU-minutes
 
 Every run trains on one thread, so its numbers are reproducible on one machine.
 """
@@ -22,7 +22,7 @@ import torch
 from tinytf.config import TinyConfig
 from tinytf.lab.frontier import LOGIT_GROWTH_SETTINGS, LR_SWEEP_FILE, logit_growth
 
-SETTINGS = dict(base=LOGIT_GROWTH_SETTINGS["base"], steps=400, every=10, lrs=[1e-3, 3e-3, 1e-2, 3e-2],
+SETTINGS = dict(base=LOGIT_GROWTH_SETTINGS["base"], steps=400, every=10, lrs=[3e-4, 1e-3, 3e-3, 1e-2, 3e-2],
                 seeds=[0, 1, 2])
 
 
