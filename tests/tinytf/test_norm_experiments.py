@@ -215,6 +215,10 @@ def test_paired_strip_figure_puts_every_window_on_a_signed_log_axis():
     assert _symlog(0.0, 0.01) == 0.0 and _symlog(-0.01, 0.01) == -_symlog(0.01, 0.01)
     assert _symlog(1000, 0.01) - _symlog(100, 0.01) == pytest.approx(1.0, abs=1e-4)  # a factor 10 per unit
     assert fig.layout.xaxis.range[1] > _symlog(1269.0, 0.01)  # the largest change is on the axis
+    low = paired_strip_figure({"below zero": torch.tensor([-0.1, 0.0, 0.05])})
+    assert low.layout.xaxis.range[0] < _symlog(-0.1, 0.01) - 0.2  # the lowest point clears the row labels
+    assert -0.1 in [round(v, 6) for v in (0.01 * (10 ** abs(t) - 1) * (-1 if t < 0 else 1)
+                                          for t in low.layout.xaxis.tickvals)]
 
 
 def test_ffn_expansion_names_the_shared_hidden_scale_and_can_shorten_the_bar_axis():

@@ -146,11 +146,13 @@ def paired_strip_figure(diffs: dict, lin: float = 0.01, height: int = 420) -> go
             marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)], size=7, opacity=0.8,
                         symbol=["circle", "diamond", "square", "triangle-up"][n % 4]),
             hovertemplate=f"{name}<br>change %{{customdata:+.3g}} bits per byte<extra></extra>"))
-    ticks = [0, 0.1, 1, 10, 100, 1000]  # no ±0.01: at phone width they would overlap 0
+    lo = min(min(map(float, v)) for v in diffs.values())
+    left = min(-0.02, 2 * lo)  # room left of the lowest point, so no point touches the row labels
+    ticks = ([-0.1] if left <= -0.1 else []) + [0, 0.1, 1, 10, 100, 1000]  # no ±0.01: it would overlap 0
     fig.add_vline(x=0, line=dict(color="#444444", width=1.5))
     fig.update_xaxes(title="change in bits per byte against the trained model (signed log axis)",
                      tickvals=[_symlog(t, lin) for t in ticks], ticktext=[f"{t:+g}" if t else "0" for t in ticks],
-                     range=[_symlog(-0.02, lin), _symlog(2 * max(max(map(float, v)) for v in diffs.values()), lin)])
+                     range=[_symlog(left, lin), _symlog(2 * max(max(map(float, v)) for v in diffs.values()), lin)])
     fig.update_yaxes(tickvals=list(range(len(names))), ticktext=names[::-1], range=[-0.6, len(names) - 0.4])
     fig.update_layout(template="plotly_white", font=FONT, height=height, showlegend=False,
                       title=_title("Change per text window after each surgery (one point per window)",
