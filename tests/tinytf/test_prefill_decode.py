@@ -149,3 +149,24 @@ def test_readings_print_what_the_prose_refers_to():
     assert two_digits(0.0504, keep_zeros=True) == "0.050"
     assert f"GFLOP/s: prefill {pre_s}, decode {dec_s}" in report  # two digits, as the balance line prints it
     assert "FLOPs in the time it reads one byte" not in with_read  # the balance belongs to the machine, not the model
+
+
+def test_bare_config_and_call_cost():
+    from tinytf.lab.prefill_decode import bare_config, time_call_cost
+    cfg = TinyConfig(n_layers=4, d_model=192, n_heads=6, d_ff=512)
+    bare = bare_config(cfg)
+    assert (bare.n_layers, bare.n_heads, bare.vocab_size, bare.d_model, bare.d_ff) == (4, 6, cfg.vocab_size, 12, 8)
+    assert tinytf.count_parameters(bare) < tinytf.count_parameters(cfg) / 50
+    s = time_call_cost(TinyConfig(n_layers=1, d_model=32, n_heads=2, d_ff=64), prompt_len=8, decode_steps=2, repeats=2)
+    assert 0 < s.q1 <= s.median <= s.q3
+
+
+def test_time_kernels():
+    from tinytf.lab.prefill_decode import time_kernels
+    k = time_kernels(d=64, cols=8, repeats=3)
+    assert k.matvec.median > 0 and k.matmat.median > 0
+    assert k.matvec_gb_per_s() == pytest.approx(4 * 64 * 64 / k.matvec.median / 1e9)
+    lines = k.report().splitlines()
+    assert len(lines) == 4 and all(len(line) <= 78 for line in lines)
+    with pytest.raises(TinyTFInputError):
+        time_kernels(d=0)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..errors import TinyTFInputError
+from ..models import TinyTransformer
 from .parameters import count_parameters
 
 CLOCK = time.process_time  # processor time of this program: other programs running meanwhile do not count
@@ -395,3 +396,73 @@ def time_steps(model, tokens, start: int, repeats: int = 5, every: int = 1) -> S
         seconds["naive"].append(naive())
         seconds["cached"].append(cached())
     return StepTimes(positions, seconds)
+
+
+def bare_config(cfg):
+    """``cfg``'s code path with almost no arithmetic: the same layers, heads, key/value heads, vocabulary, norms
+    and positions, but 2 numbers per head and a ``d_ff`` of 8. A decode step of such a model times what every
+    step pays whatever the size of its matrices: the cost of the call itself."""
+    return cfg.replace(d_model=2 * cfg.n_heads, d_ff=8)
+
+
+@torch.no_grad()
+def time_call_cost(cfg, prompt_len: int = 128, decode_steps: int = 16, repeats: int = 7, seed: int = 0) -> Spread:
+    """Seconds of one decode step of ``bare_config(cfg)`` (a model of random weights, timed as ``time_phases``
+    times decode): the fixed cost per call of ``cfg``'s code path."""
+    torch.manual_seed(seed)
+    model = TinyTransformer(bare_config(cfg)).eval()
+    return time_phases(model, prompt_len, decode_steps, repeats, seed).decode_spread()
+
+
+@dataclass
+class KernelTiming:
+    """One [d x d] float32 matrix times one vector (``matvec``) and times ``cols`` vectors at once (``matmat``):
+    seconds per call, each a Spread over the repeats."""
+    d: int
+    cols: int
+    matvec: Spread
+    matmat: Spread
+
+    def matvec_gb_per_s(self) -> float:
+        """The rate at which the mat-vec reads its matrix (median time)."""
+        return 4 * self.d * self.d / self.matvec.median / 1e9
+
+    def gflop_per_s(self, cols: int) -> float:
+        t = self.matvec.median if cols == 1 else self.matmat.median
+        return 2 * self.d * self.d * cols / t / 1e9
+
+    def report(self) -> str:
+        """Four lines of at most 78 characters: the time per vector of each product with its IQR, the rate
+        at which the mat-vec reads the matrix, and each product's arithmetic rate (two significant digits)."""
+        mb = 4 * self.d * self.d / 1e6
+        vec, mat = self.matvec.scaled(1e3), self.matmat.scaled(1e3 / self.cols)
+        return "\n".join((
+            f"one {self.d} x {self.d} float32 matrix W ({mb:.1f} MB), ms per vector:",
+            f"  W @ x, 1 vector:      {vec}",
+            f"  W @ X, {self.cols} at once:   {mat}",
+            f"  W @ x reads W at {two_digits(self.matvec_gb_per_s(), keep_zeros=True)} GB/s; arithmetic: W @ x "
+            f"{two_digits(self.gflop_per_s(1), keep_zeros=True)}, W @ X "
+            f"{two_digits(self.gflop_per_s(self.cols), keep_zeros=True)} GFLOP/s"))
+
+
+@torch.no_grad()
+def time_kernels(d: int = 2048, cols: int = 128, repeats: int = 15, seed: int = 0) -> KernelTiming:
+    """Time ``W @ x`` (a matrix-vector product, as in decode) and ``W @ X`` with ``cols`` columns (a matrix
+    product, as in prefill) for one random [d x d] float32 W, alternating, ``repeats`` times each after one
+    warm-up, in processor time."""
+    if d < 1 or cols < 1 or repeats < 1:
+        raise TinyTFInputError(f"time_kernels: d, cols and repeats must be >= 1, got {d}, {cols}, {repeats}")
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(d, d, generator=g)
+    x, xs = torch.randn(d, 1, generator=g), torch.randn(d, cols, generator=g)
+    vec, mat = [], []
+    for r in range(repeats + 1):
+        t0 = CLOCK()
+        w @ x
+        t1 = CLOCK()
+        w @ xs
+        t2 = CLOCK()
+        if r:  # the first round warms up
+            vec.append(t1 - t0)
+            mat.append(t2 - t1)
+    return KernelTiming(d, cols, Spread.of(vec), Spread.of(mat))
