@@ -170,3 +170,11 @@ def test_time_kernels():
     assert len(lines) == 4 and all(len(line) <= 78 for line in lines)
     with pytest.raises(TinyTFInputError):
         time_kernels(d=0)
+
+
+def test_time_kernels_rates_follow_the_median_times():
+    from tinytf.lab.prefill_decode import time_kernels
+    k = time_kernels(d=64, cols=8, repeats=3)
+    vec_rate, mat_rate = k.gflop_per_s()
+    assert vec_rate == pytest.approx(2 * 64 * 64 / k.matvec.median / 1e9)
+    assert mat_rate == pytest.approx(2 * 64 * 64 * 8 / k.matmat.median / 1e9)

@@ -427,22 +427,23 @@ class KernelTiming:
         """The rate at which the mat-vec reads its matrix (median time)."""
         return 4 * self.d * self.d / self.matvec.median / 1e9
 
-    def gflop_per_s(self, cols: int) -> float:
-        t = self.matvec.median if cols == 1 else self.matmat.median
-        return 2 * self.d * self.d * cols / t / 1e9
+    def gflop_per_s(self) -> tuple:
+        """The arithmetic rates of ``W @ x`` and of ``W @ X`` (median times), in GFLOP/s."""
+        flops = 2 * self.d * self.d
+        return flops / self.matvec.median / 1e9, flops * self.cols / self.matmat.median / 1e9
 
     def report(self) -> str:
         """Four lines of at most 78 characters: the time per vector of each product with its IQR, the rate
         at which the mat-vec reads the matrix, and each product's arithmetic rate (two significant digits)."""
         mb = 4 * self.d * self.d / 1e6
         vec, mat = self.matvec.scaled(1e3), self.matmat.scaled(1e3 / self.cols)
+        vec_rate, mat_rate = self.gflop_per_s()
         return "\n".join((
             f"one {self.d} x {self.d} float32 matrix W ({mb:.1f} MB), ms per vector:",
             f"  W @ x, 1 vector:      {vec}",
             f"  W @ X, {self.cols} at once:   {mat}",
             f"  W @ x reads W at {two_digits(self.matvec_gb_per_s(), keep_zeros=True)} GB/s; arithmetic: W @ x "
-            f"{two_digits(self.gflop_per_s(1), keep_zeros=True)}, W @ X "
-            f"{two_digits(self.gflop_per_s(self.cols), keep_zeros=True)} GFLOP/s"))
+            f"{two_digits(vec_rate, keep_zeros=True)}, W @ X {two_digits(mat_rate, keep_zeros=True)} GFLOP/s"))
 
 
 @torch.no_grad()

@@ -129,9 +129,14 @@ def temperature_animation(model, ids=None, layer: int = 0, head: int = 0, temper
 
 
 # --------------------------------------------------------------------------- chapter 5: depth
+def _token_rms(stream):
+    """Each token's RMS: [T, C] -> [T]."""
+    return np.sqrt((stream ** 2).mean(-1))
+
+
 def _per_token_direction(stream):
     """The stream [T, C] with each token's vector divided by its own RMS: every row then has RMS 1."""
-    return stream / np.sqrt((stream ** 2).mean(-1, keepdims=True))
+    return stream / _token_rms(stream)[:, None]  # [T, C] / [T, 1]
 
 
 def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
@@ -155,7 +160,7 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
     first = next(iter(traced.values()))
     T = streams[next(iter(streams))][0].shape[0]
     lab = axis_labels(first.labels, T)
-    rms = [np.sqrt((s ** 2).mean(-1)) for ss in streams.values() for s in ss]
+    rms = [_token_rms(s) for ss in streams.values() for s in ss]
     m = sym_range(*[_per_token_direction(s) for ss in streams.values() for s in ss])
     rms_top = max(float(r.max()) for r in rms)
     rms_low = min(float(r.min()) for r in rms)
@@ -186,7 +191,7 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
             out.append(dict(type="heatmap", z=_per_token_direction(z), y=lab, xaxis=f"x{a1}", yaxis=f"y{a1}", coloraxis="coloraxis",
                             ygap=1, name=f"{name}: stream",
                             hovertemplate=f"{name}<br>token %{{y}}<br>feature %{{x}}<br>value / RMS %{{z:.3g}}<extra></extra>"))
-            out.append(dict(type="bar", x=np.sqrt((z ** 2).mean(-1)), y=lab, orientation="h", xaxis=f"x{a2}",
+            out.append(dict(type="bar", x=_token_rms(z), y=lab, orientation="h", xaxis=f"x{a2}",
                             yaxis=f"y{a2}", marker=dict(color=OKABE_ITO[r % len(OKABE_ITO)]), name=f"{name}: RMS",
                             hovertemplate=f"{name}<br>token %{{y}}: RMS %{{x:.4g}}<extra></extra>"))
         return out
