@@ -62,6 +62,17 @@ def test_even_spread_scores():
         hs.even_spread_scores(1)
 
 
+def test_even_spread_word_start():
+    # "ab cde": counted queries are "e" (position 5, word start 3): an even row of 6 keys puts 1/6 there
+    assert math.isclose(hs.even_spread_word_start(["ab cde"]), 1 / 6, rel_tol=1e-6)
+    ids = tinytf.encode("ab cde")
+    assert math.isclose(hs.even_spread_word_start([ids, "ab cde"]), 1 / 6, rel_tol=1e-6)
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.even_spread_word_start([])
+    with pytest.raises(tinytf.TinyTFInputError):
+        hs.even_spread_word_start(["abc def", "a"])
+
+
 def test_seen_in_training_draws_the_recorded_training_data():
     seen = hs.seen_in_training("induction-2l", n_samples=3)
     info = tinytf.pretrained.info("induction-2l")

@@ -234,6 +234,25 @@ def even_spread_scores(T: int) -> dict:
     return {"previous": v, "first": v}
 
 
+def even_spread_word_start(texts) -> float:
+    """The word-start score of a head that spreads its weight evenly over the keys it may read (query i puts
+    1 / (i + 1) on each key 0 .. i), averaged over ``texts`` (str, or 1-D tensors of byte ids such as the rows of
+    ``tinytf.textdata.eval_windows``). Unlike the other two patterns it depends on the text: on where the
+    words start and how far into its word each counted query sits."""
+    texts = list(texts)
+    if not texts:
+        raise TinyTFInputError("even_spread_word_start: no texts")
+    scores = []
+    for text in texts:
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(torch.as_tensor(text).tolist())
+        T = len(data)
+        if T < 2:
+            raise TinyTFInputError(f"even_spread_word_start: each text needs at least 2 bytes, got {T}")
+        even = torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1)[:, None]  # [T, T]: row i is 1 / (i + 1)
+        scores.append(float(H.word_start_score(even[None, None], data)[0]))  # [B=1, H=1, T, T] -> [1]
+    return sum(scores) / len(scores)
+
+
 def format_score_tables(rows: list) -> str:
     """The mean ± std table, one line per (layer, head), the best head of each pattern marked with ``*``."""
     best = best_heads(rows)
