@@ -270,12 +270,19 @@ class FixedScaleNorm(nn.Module):
         return self.hook_out(y if self.bias is None else y + self.bias)
 
 
-def _norm_sizes(model: nn.Module, ids, only=None) -> tuple[dict, list]:
+def _is_final(name: str) -> bool:
+    """Whether the module called ``name`` is a stack's final norm (the one before the LM head)."""
+    return name.rsplit(".", 1)[-1] == "final_norm"
+
+
+def _norm_sizes(model: nn.Module, ids, only=None, keep_final: bool = False) -> tuple[dict, list]:
     """{norm name: mean over the tokens of ``ids`` of the RMS (standard deviation) that norm computes} and the
-    norms' names in the order the forward pass calls them; ``only``: measure just these names."""
+    norms' names in the order the forward pass calls them; ``only``: measure just these names; ``keep_final``:
+    leave out the final norm."""
     sizes, order, handles = {}, [], []
     for name, module in model.named_modules():
-        if isinstance(module, (RMSNorm, LayerNorm)) and (only is None or name in only):
+        if (isinstance(module, (RMSNorm, LayerNorm)) and (only is None or name in only)
+                and not (keep_final and _is_final(name))):
             def hook(mod, inputs, _output, name=name):
                 x = inputs[0]
                 spread = x.var(-1, unbiased=False) if isinstance(mod, LayerNorm) else x.pow(2).mean(-1)
@@ -303,7 +310,7 @@ def _fix(model: nn.Module, sizes: dict) -> None:
 
 
 @torch.no_grad()
-def fixed_scale_norms(model: nn.Module, ids, sequential: bool = False) -> nn.Module:
+def fixed_scale_norms(model: nn.Module, ids, sequential: bool = False, keep_final: bool = False) -> nn.Module:
     """A copy of ``model`` whose every RMSNorm (LayerNorm) divides by one constant: the mean, over the tokens of
     ``ids``, of the RMS (standard deviation) that norm computes on them. On average the tokens keep their size;
     what is lost is the per-token re-scaling, each token's division by its own size.
@@ -311,8 +318,9 @@ def fixed_scale_norms(model: nn.Module, ids, sequential: bool = False) -> nn.Mod
     By default every constant is measured in one pass of the unmodified model, so only the first norm is
     calibrated on the inputs it receives in the copy. With ``sequential=True`` the norms are fixed one at a time in
     the order the forward pass calls them, each calibrated on the input it actually receives once the norms before
-    it already divide by their constants (one pass per norm)."""
-    sizes, order = _norm_sizes(model, ids)
+    it already divide by their constants (one pass per norm). ``keep_final=True`` leaves the final norm (before
+    the LM head) as it is and fixes only the blocks' norms."""
+    sizes, order = _norm_sizes(model, ids, keep_final=keep_final)
     new = copy.deepcopy(model)
     if not sequential:
         _fix(new, sizes)
@@ -320,4 +328,18 @@ def fixed_scale_norms(model: nn.Module, ids, sequential: bool = False) -> nn.Mod
     for name in dict.fromkeys(order):  # each norm once, in call order
         size, _ = _norm_sizes(new, ids, only={name})
         _fix(new, size)
+    return new
+
+
+def gain_only_norms(model: nn.Module, keep_final: bool = False) -> nn.Module:
+    """A copy of ``model`` whose every RMSNorm (LayerNorm) keeps its gain gamma (and a LayerNorm its centring and
+    beta) but divides by nothing: ``x * gamma``, a :class:`FixedScaleNorm` with scale 1. ``keep_final=True``
+    leaves the final norm (before the LM head) as it is. Between ``fixed_scale_norms`` (divide by a constant) and
+    ``remove_norms`` (no gamma either), it separates the constant's effect from gamma's."""
+    names = {name for name, m in model.named_modules()
+             if isinstance(m, (RMSNorm, LayerNorm)) and not (keep_final and _is_final(name))}
+    if not names:
+        raise TinyTFInputError("gain_only_norms: the model has no RMSNorm or LayerNorm")
+    new = copy.deepcopy(model)
+    _fix(new, dict.fromkeys(names, 1.0))
     return new

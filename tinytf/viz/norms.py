@@ -148,14 +148,16 @@ def paired_strip_figure(diffs: dict, lin: float = 0.01, height: int = 420) -> go
             hovertemplate=f"{name}<br>change %{{customdata:+.3g}} bits per byte<extra></extra>"))
     lo = min(min(map(float, v)) for v in diffs.values())
     left = min(-0.02, 2 * lo)  # room left of the lowest point, so no point touches the row labels
-    ticks = ([-0.1] if left <= -0.1 else []) + [0, 0.1, 1, 10, 100, 1000]  # no ±0.01: it would overlap 0
+    # a tick at ±0.01 or ±0.1 only a full unit or more from 0 (at least 10 lin), so that its label clears 0's
+    small = [t for t in (-0.1, -0.01, 0.01, 0.1) if t >= left and abs(t) >= 10 * lin - 1e-12]
+    ticks = sorted(small + [0]) + [1, 10, 100, 1000]
     fig.add_vline(x=0, line=dict(color="#444444", width=1.5))
-    fig.update_xaxes(title="change in bits per byte against the trained model (signed log axis)",
+    fig.update_xaxes(title="change in bits per byte (signed log axis)",
                      tickvals=[_symlog(t, lin) for t in ticks], ticktext=[f"{t:+g}" if t else "0" for t in ticks],
                      range=[_symlog(left, lin), _symlog(2 * max(max(map(float, v)) for v in diffs.values()), lin)])
     fig.update_yaxes(tickvals=list(range(len(names))), ticktext=names[::-1], range=[-0.6, len(names) - 0.4])
     fig.update_layout(template="plotly_white", font=FONT, height=height, showlegend=False,
                       title=_title("Change per text window after each surgery (one point per window)",
-                                   "right of 0: worse than the trained model; from 0.1 on, each tick is ten times the last"),
-                      margin=dict(l=150, r=20, t=100, b=60))
+                                   "right of 0: worse than the trained model; away from 0, each tick is ten times the last"),
+                      margin=dict(l=150, r=20, t=100, b=70))
     return fig
