@@ -39,6 +39,19 @@ def test_post_norm_block_puts_the_norm_after_the_addition():
     assert all(n > p for p, n in zip(plus, norms)) and ys
 
 
+def test_same_sublayers_differ_only_in_the_norms_place():
+    pre, post = diagram.block_diagram("pre"), diagram.block_diagram("post", sublayers="llama")
+    assert sorted(texts(pre)) == sorted(texts(post))  # the same boxes, RMSNorm, RoPE and SwiGLU in both
+    assert "SwiGLU" in " ".join(texts(post)) and "LayerNorm" not in texts(post)
+    plus = sorted(a.y for a in post.layout.annotations if a.text == "+")
+    norms = sorted(a.y for a in post.layout.annotations if a.text == "RMSNorm")
+    assert all(n > p for p, n in zip(plus, norms))  # post-norm: each norm above (after) its addition
+    assert "Llama-3-style" in post.layout.title.text
+    assert "2017" in diagram.block_diagram("pre", sublayers="2017").layout.title.text
+    with pytest.raises(ValueError, match="sublayers"):
+        diagram.block_diagram("post", sublayers="gpt")
+
+
 def test_bad_norm_position():
     with pytest.raises(ValueError, match="norm_position"):
         diagram.block_diagram("middle")

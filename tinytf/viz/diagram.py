@@ -136,17 +136,33 @@ def _block_steps(norm_position: str, norm: str, attention: str, ffn: str, cross:
     raise ValueError(f"norm_position must be 'pre' or 'post', got {norm_position!r}")
 
 
-def block_diagram(norm_position: str = "pre", title: str | None = None) -> go.Figure:
+def block_diagram(norm_position: str = "pre", title: str | None = None, sublayers: str | None = None) -> go.Figure:
     """One decoder block: pre-norm (RMSNorm, causal attention with RoPE, SwiGLU: the Llama-3-style block) or
-    post-norm (LayerNorm after each addition, ReLU MLP: the 2017 block)."""
-    if norm_position == "pre":
-        steps, residuals = _block_steps("pre", "RMSNorm", "causal self-attention<br>(Q, K, V · RoPE · mask · W<sub>o</sub>)",
-                                        "SwiGLU FFN  C → d<sub>ff</sub> → C")
-        title = title or "A pre-norm decoder block (the Llama-3-style block)"
+    post-norm (LayerNorm after each addition, ReLU MLP: the 2017 block).
+
+    ``sublayers`` draws either placement with the other's parts: ``"llama"`` (RMSNorm, RoPE, SwiGLU) or
+    ``"2017"`` (LayerNorm, no RoPE, ReLU MLP); by default pre-norm gets the Llama-3 parts and post-norm the 2017
+    ones, as released. ``block_diagram("post", sublayers="llama")`` differs from ``block_diagram("pre")`` only in
+    where the norms sit."""
+    if norm_position not in ("pre", "post"):
+        raise ValueError(f"norm_position must be 'pre' or 'post', got {norm_position!r}")
+    if sublayers is None:
+        sublayers = "llama" if norm_position == "pre" else "2017"
+    if sublayers == "llama":
+        parts = ("RMSNorm", "causal self-attention<br>(Q, K, V · RoPE · mask · W<sub>o</sub>)",
+                 "SwiGLU FFN  C → d<sub>ff</sub> → C")
+    elif sublayers == "2017":
+        parts = ("LayerNorm", "causal self-attention<br>(Q, K, V · mask · W<sub>o</sub>)", "ReLU MLP  C → 4C → C")
     else:
-        steps, residuals = _block_steps(norm_position, "LayerNorm", "causal self-attention<br>(Q, K, V · mask · W<sub>o</sub>)",
-                                        "ReLU MLP  C → 4C → C")
-        title = title or "A post-norm decoder block (the 2017 block)"
+        raise ValueError(f"sublayers must be 'llama', '2017' or None, got {sublayers!r}")
+    steps, residuals = _block_steps(norm_position, *parts)
+    as_released = sublayers == ("llama" if norm_position == "pre" else "2017")
+    if title is None and as_released:
+        title = ("A pre-norm decoder block (the Llama-3-style block)" if norm_position == "pre"
+                 else "A post-norm decoder block (the 2017 block)")
+    elif title is None:
+        kind = "Llama-3-style" if sublayers == "llama" else "2017"
+        title = f"A {norm_position}-norm decoder block with the {kind} sublayers"
     fig = _figure(title, (-3.2, 1.9), (-0.6, len(steps) - 0.4), height=90 + 62 * len(steps), width=430)
     _column(fig, 0.0, steps)
     for start, add in residuals:
