@@ -1,0 +1,65 @@
+"""tinytf.lab.cross_ablation: cutting each decoder block's cross-attention in the reversal model."""
+import pytest
+import torch
+
+import tinytf
+from tinytf.lab import cross_ablation as CA
+from tinytf.lab import tasks as T
+
+N = 18  # two strings per length 4..12: quick, and every length is present
+
+
+@pytest.fixture(scope="module")
+def result():
+    return CA.cross_attention_ablation(tinytf.pretrained("reversal-2l"), "reversal-2l", n_samples=N)
+
+
+def test_intact_exact_count_is_greedy_decoding(result):
+    # a string is "exact" under teacher forcing iff greedy decoding writes it exactly
+    model = tinytf.pretrained("reversal-2l")
+    exact = 0
+    for s, length in enumerate(result["lengths"]):
+        x = tinytf.pretrained.sample_input("reversal-2l", seed=1 + s, length=length)
+        out = tinytf.generate_seq2seq(model, x.src, bos=T.BOS, max_new_tokens=length + 1)
+        exact += int(torch.equal(out[1:], x.target))
+    assert result["zero"]["intact"]["exact"] == result["mean"]["intact"]["exact"] == exact
+
+
+def test_conditions_and_damage(result):
+    assert result["conditions"] == ["intact", "block 0", "block 1", "all blocks"] and result["n"] == N
+    for mode in CA.MODES:
+        r = result[mode]
+        assert r["intact"]["exact"] >= N - 1 and r["intact"]["accuracy"].mean > 0.99
+        # the trained model needs its source: with no cross-attention it cannot reverse a single string
+        assert r["all blocks"]["exact"] == 0 and r["all blocks"]["accuracy"].mean < 0.2
+        assert r["block 1"]["accuracy"].mean < r["block 0"]["accuracy"].mean < r["intact"]["accuracy"].mean
+
+
+def test_all_blocks_zeroed_is_source_independent():
+    # with every cross-attention zeroed the decoder cannot see the source: an untrained model is then the
+    # same for two different sources, so its accuracy equals that of any other source of the same length
+    model = tinytf.pretrained.untrained("reversal-2l")
+    src = torch.tensor([[97, 98, 99, 100, T.EOS]])
+    other = torch.tensor([[120, 121, 122, 119, T.EOS]])
+    tgt = torch.tensor([[T.BOS, 100, 99, 98, 97]])
+    cut = {f"decoder.blocks.{i}.cross_attn.out": torch.zeros_like for i in range(2)}
+    with torch.no_grad():
+        assert torch.equal(model.run_with_patches(src, tgt, patches=cut), model.run_with_patches(other, tgt, patches=cut))
+
+
+def test_format_fits_80_columns(result):
+    text = CA.format_cross_ablation(result)
+    assert all(len(line) <= 80 for line in text.splitlines()) and len(text.splitlines()) == 5
+    assert f"0/{N}" in text.splitlines()[-1]
+    assert CA._pct(0.9961) == "100" and CA._pct(0.084) == "8.4" and CA._pct(0.514) == "51"
+
+
+def test_bad_input():
+    with pytest.raises(tinytf.TinyTFInputError, match="EncoderDecoder"):
+        CA.cross_attention_ablation(tinytf.pretrained("induction-2l"), "reversal-2l")
+    with pytest.raises(tinytf.TinyTFInputError, match="not a reversal"):
+        CA.cross_attention_ablation(tinytf.pretrained("reversal-2l"), "induction-2l", n_samples=4)
+    with pytest.raises(tinytf.TinyTFInputError, match="n_samples"):
+        CA.cross_attention_ablation(tinytf.pretrained("reversal-2l"), n_samples=1)
+    with pytest.raises(tinytf.TinyTFInputError, match="cross_attention_ablation"):
+        CA.format_cross_ablation({"n": 3})

@@ -1,0 +1,114 @@
+"""Ablating each decoder block's cross-attention in an encoder-decoder (chapter 8).
+
+Where a cross-attention head looks (its weights) is not what the model uses. This measures use: replace the output
+of one decoder block's cross-attention, ``decoder.blocks.{i}.cross_attn.out`` (what the block adds to its stream
+from the source), and count what the reversal model still gets right:
+
+    r = cross_attention_ablation(model, "reversal-2l", n_samples=180)   # the strings of head_stats
+    r["conditions"]                      # ["intact", "block 0", "block 1", "all blocks"]
+    r["zero"]["block 1"]["exact"]         # strings whose every next token (letters and <eos>) is the top score
+    r["mean"]["block 1"]["accuracy"]      # Spread of each string's share of next tokens that are the top score
+    print(format_cross_ablation(r))
+
+Two replacements: ``zero`` (the block adds nothing from the source) and ``mean`` (it adds its average output over
+every target position of the intact run on the same strings: what is removed is only what depends on the
+particular source). With teacher forcing, a string is exact when every position's top score is the correct next
+token; that is the same as greedy decoding writing the string exactly, since each decoder position only reads
+earlier ones.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..errors import TinyTFInputError
+from . import pretrained as P
+from .head_stats import spread, stratified_sem
+
+MODES = ("zero", "mean")
+
+
+def _site(i: int) -> str:
+    return f"decoder.blocks.{i}.cross_attn.out"
+
+
+@torch.no_grad()
+def cross_attention_ablation(model, name: str = "reversal-2l", n_samples: int = 180, first_seed: int = 1) -> dict:
+    """Run the encoder-decoder ``model`` on ``n_samples`` examples ``tinytf.pretrained.sample_input(name, seed,
+    length)`` (seeds first_seed, first_seed + 1, ...; lengths cycling through the checkpoint's range, as
+    ``head_stats.anti_diagonal_summary`` draws them) intact, with each decoder block's cross-attention output
+    replaced, and with every block's replaced, for both replacements of ``MODES``.
+
+    Returns {"conditions": [names], "n": n_samples, "lengths": [L per example], "zero" / "mean": {condition:
+    {"exact": number of exact examples, "accuracy": Spread of the per-example share of correct positions,
+    "accuracy_se": its standard error stratified by length}}}."""
+    if not hasattr(model, "decoder") or not hasattr(model, "run_with_patches"):
+        raise TinyTFInputError(f"cross_attention_ablation: expected a tinytf EncoderDecoder, got {type(model).__name__}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
+        raise TinyTFInputError(f"cross_attention_ablation: n_samples must be an int >= 2, got {n_samples!r}")
+    task = P.info(name).get("task", {})
+    if task.get("name") != "reversal":
+        raise TinyTFInputError(f"cross_attention_ablation: {name!r} is not a reversal checkpoint")
+    lo, hi = task["min_length"], task["max_length"]
+    n_blocks = len(model.decoder.blocks)
+    lengths = [lo + s % (hi - lo + 1) for s in range(n_samples)]
+    batches = []  # (indices, src [n, L+1], tgt [n, L+1], target [n, L+1]) per length
+    for length in sorted(set(lengths)):
+        idx = [s for s in range(n_samples) if lengths[s] == length]
+        samples = [P.sample_input(name, seed=first_seed + s, length=length) for s in idx]
+        batches.append((idx, *(torch.stack([getattr(x, a) for x in samples]) for a in ("src", "tgt", "target"))))
+
+    # each block's mean cross-attention output over every target position of the intact run: [C] per block
+    sums, count = [0.0] * n_blocks, 0
+    for _, src, tgt, _ in batches:
+        _, trace = model.run_with_trace(src, tgt, names="decoder.blocks.*.cross_attn.out")
+        for i in range(n_blocks):
+            sums[i] = sums[i] + trace[_site(i)].double().sum(dim=(0, 1))  # [B, T, C] -> [C]
+        count += tgt.numel()
+    means = [(s / count).float() for s in sums]
+
+    conditions = {"intact": []} | {f"block {i}": [i] for i in range(n_blocks)} | {"all blocks": list(range(n_blocks))}
+    result = {"conditions": list(conditions), "n": n_samples, "lengths": lengths}
+    for mode in MODES:
+        result[mode] = {}
+        for cond, blocks in conditions.items():
+            def replace(i):
+                if mode == "zero":
+                    return torch.zeros_like
+                return lambda t, m=means[i]: m.expand_as(t)  # [C] -> [B, T, C]
+            patches = {_site(i): replace(i) for i in blocks}
+            right = torch.zeros(n_samples, dtype=torch.float64)  # share of correct positions per example
+            exact = 0
+            for idx, src, tgt, target in batches:
+                logits = model.run_with_patches(src, tgt, patches=patches)  # [n, L+1, vocab]
+                ok = logits.argmax(-1) == target  # [n, L+1]
+                right[idx] = ok.double().mean(-1)
+                exact += int(ok.all(-1).sum())
+            result[mode][cond] = {"exact": exact, "accuracy": spread(right),
+                                  "accuracy_se": stratified_sem(right, lengths)}
+    return result
+
+
+def format_cross_ablation(result: dict) -> str:
+    """The result of ``cross_attention_ablation`` as a table under 80 characters a line: per condition and
+    replacement, the exact strings (counted) and the mean share of correct next tokens in % ± its standard error
+    (over strings, stratified by length), to 2 significant digits."""
+    if not isinstance(result, dict) or not all(k in result for k in ("conditions", "n", *MODES)):
+        raise TinyTFInputError("format_cross_ablation: expected the dict returned by cross_attention_ablation")
+    n = result["n"]
+    lines = [f"{'cross-attention cut':20} {'zeroed: exact':>14} {'tokens right':>13}"
+             f" {'mean: exact':>12} {'tokens right':>13}"]
+    for cond in result["conditions"]:
+        row = f"{cond:20}"
+        for mode, width in (("zero", 14), ("mean", 12)):
+            r = result[mode][cond]
+            acc = f"{_pct(r['accuracy'].mean)} ± {_pct(r['accuracy_se'])}%"
+            exact = f"{r['exact']}/{n}"
+            row += f" {exact:>{width}} {acc:>13}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def _pct(x: float) -> str:
+    """A share as a percentage to 2 significant digits (at least the units): 0.9961 -> '100', 0.514 -> '51'."""
+    v = 100 * x
+    return f"{v:.0f}" if v >= 9.95 else f"{v:.1f}"
