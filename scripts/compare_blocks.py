@@ -1,7 +1,7 @@
-"""The 2017 block vs the 2026 block on the reversal task, trained for real (chapter 9, section 9.3).
+"""The 2017 block vs the Llama-3-style block on the reversal task, trained for real (chapter 9, section 9.3).
 
 Trains a 4-layer encoder-decoder (4 + 4 layers, d_model 32) with the paper's 2017 block (sqrt(d_model)-scaled
-embeddings + sinusoids, post-norm), the 2026 block and variants in between, for every warm-up length and peak
+embeddings + sinusoids, post-norm), the Llama-3-style block and variants in between, for every warm-up length and peak
 learning rate of a grid and several seeds, all with the paper's recipe scaled to the run (Adam 0.9/0.98/1e-9,
 linear warm-up then inverse-square-root decay, Xavier init; see tinytf.block_comparison). Shows one tqdm
 progress bar, prints the grids and each variant at its best cell (chosen on validation sequences), and writes
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true",
                    help="20 steps, seeds 0 1, the first two rates; writes nothing unless --out is given")
     p.add_argument("--out", type=Path, help=f"results file (default {bc.RESULTS_PATH}, except with --quick)")
-    p.add_argument("--no-ablations", action="store_true", help="only the 2017 and 2026 blocks")
+    p.add_argument("--no-ablations", action="store_true", help="only the 2017 and Llama-3-style blocks")
     p.add_argument("--variants", nargs="+", metavar="NAME",
                    help=f"train only these variants (of {list(bc.VARIANTS)}), in this order")
     p.add_argument("--merge", action="store_true",

@@ -1,4 +1,4 @@
-"""tinytf.block_comparison and scripts/compare_blocks.py: the 2017-vs-2026 training comparison of chapter 9."""
+"""tinytf.block_comparison and scripts/compare_blocks.py: the 2017-vs-Llama-3-style training comparison of chapter 9."""
 import itertools
 import json
 import math
@@ -19,32 +19,32 @@ from tinytf.norms import LayerNorm
 
 def test_the_seven_variants_and_what_separates_them():
     configs = bc.block_configs()
-    assert tuple(configs) == bc.VARIANTS == ("2017", "2017 + pre-norm", "2026 + post-norm", "2026 + sinusoidal",
-                                             "2026 + scaled embeddings", "2026 + MHA", "2026")
-    old, new = configs["2017"], configs["2026"]
+    assert tuple(configs) == bc.VARIANTS == ("2017", "2017 + pre-norm", "Llama-3-style + post-norm", "Llama-3-style + sinusoidal",
+                                             "Llama-3-style + scaled emb.", "Llama-3-style + MHA", "Llama-3-style")
+    old, new = configs["2017"], configs["Llama-3-style"]
     assert set(old.diff(new)) == {"norm", "norm_position", "ffn", "d_ff", "pos", "bias", "n_kv_heads",
                                   "scale_embeddings"}
     assert configs["2017 + pre-norm"].diff(old) == {"norm_position": ("pre", "post")}
-    assert configs["2026 + post-norm"].diff(new) == {"norm_position": ("post", "pre")}
+    assert configs["Llama-3-style + post-norm"].diff(new) == {"norm_position": ("post", "pre")}
     # the paper's input layer: sinusoids added to sqrt(d)-scaled embeddings
-    assert configs["2026 + sinusoidal"].diff(new) == {"pos": ("sinusoidal", "rope"), "scale_embeddings": (True, False)}
-    assert configs["2026 + scaled embeddings"].diff(new) == {"scale_embeddings": (True, False)}
-    # GQA is its own swap: '2026 + MHA' has one K/V head per query head, like the 2017 block
-    assert configs["2026 + MHA"].diff(new) == {"n_kv_heads": (None, 2)}
+    assert configs["Llama-3-style + sinusoidal"].diff(new) == {"pos": ("sinusoidal", "rope"), "scale_embeddings": (True, False)}
+    assert configs["Llama-3-style + scaled emb."].diff(new) == {"scale_embeddings": (True, False)}
+    # GQA is its own swap: 'Llama-3-style + MHA' has one K/V head per query head, like the 2017 block
+    assert configs["Llama-3-style + MHA"].diff(new) == {"n_kv_heads": (None, 2)}
     assert (old.n_layers, old.encoder_layers, new.n_layers, new.encoder_layers) == (4, 4, 4, 4)
     # SwiGLU at 8/3 d keeps the FFN at about the 2017 block's 8 d^2
     assert abs(3 * new.d_model * new.d_ff - 2 * old.d_model * old.d_ff) <= 3 * new.d_model
-    assert list(bc.block_configs(ablations=False)) == ["2017", "2026"]
+    assert list(bc.block_configs(ablations=False)) == ["2017", "Llama-3-style"]
 
 
 def test_parameters_per_variant():
-    """2026 + MHA is within 3% of the 2017 model; GQA takes 12 attention modules x 2 x d x d/2 away."""
+    """Llama-3-style + MHA is within 3% of the 2017 model; GQA takes 12 attention modules x 2 x d x d/2 away."""
     n = {name: sum(p.numel() for p in bc.build_model(c, 0).parameters()) for name, c in bc.block_configs().items()}
-    assert abs(n["2026 + MHA"] / n["2017"] - 1) < 0.03
+    assert abs(n["Llama-3-style + MHA"] / n["2017"] - 1) < 0.03
     d = 32
-    assert n["2026 + MHA"] - n["2026"] == (4 + 4 + 4) * 2 * d * (d // 2)  # 4 encoder + 8 decoder attentions
-    # post-norm has no final norms: 2026 + post-norm has two RMSNorm gains fewer than 2026
-    assert n["2026"] - n["2026 + post-norm"] == 2 * d
+    assert n["Llama-3-style + MHA"] - n["Llama-3-style"] == (4 + 4 + 4) * 2 * d * (d // 2)  # 4 encoder + 8 decoder attentions
+    # post-norm has no final norms: Llama-3-style + post-norm has two RMSNorm gains fewer than Llama-3-style
+    assert n["Llama-3-style"] - n["Llama-3-style + post-norm"] == 2 * d
 
 
 def test_the_2017_config_is_the_papers_block():
@@ -83,8 +83,8 @@ def test_the_faithful_2017_model_scales_its_embeddings_and_adds_sinusoids():
     assert torch.allclose(tr["encoder.blocks.0.resid_mid"], expected, atol=1e-6)
 
 
-def test_the_2026_model_does_not_scale_and_uses_pre_norm():
-    cfg = bc.block_configs()["2026"]
+def test_the_llama3_style_model_does_not_scale_and_uses_pre_norm():
+    cfg = bc.block_configs()["Llama-3-style"]
     model = bc.build_model(cfg, seed=0).eval()
     src, tgt = torch.tensor([[70, 71, 1]]), torch.tensor([[2, 71, 70]])
     _, tr = model.run_with_trace(src, tgt)
@@ -92,7 +92,7 @@ def test_the_2026_model_does_not_scale_and_uses_pre_norm():
     assert torch.equal(tr["encoder.tok_embed"], model.encoder.embed.weight[src])
     assert all(isinstance(b.connect, PreNorm) for b in model.decoder.blocks)
     assert not isinstance(model.decoder.final_norm, nn.Identity)  # a pre-norm stack needs its final norm
-    sin = bc.build_model(bc.block_configs()["2026 + sinusoidal"], seed=0)
+    sin = bc.build_model(bc.block_configs()["Llama-3-style + sinusoidal"], seed=0)
     assert isinstance(sin.decoder.embed, ScaledEmbedding)
 
 
@@ -171,7 +171,7 @@ def test_a_diverging_run_is_stopped_and_marked(monkeypatch):
         return (loss * float("nan") if len(calls) == 3 else loss), logits
 
     monkeypatch.setattr(TR, "seq2seq_loss", loss_fn)
-    r = bc.train_one(bc.block_configs()["2026"], seed=0, lr=1e-3, steps=5, eval_samples=6)
+    r = bc.train_one(bc.block_configs()["Llama-3-style"], seed=0, lr=1e-3, steps=5, eval_samples=6)
     assert r["diverged"] and len(r["losses"]) == 2 and r["metrics"] is None and r["final_loss"] is None
     json.dumps(r, allow_nan=False)
 
@@ -209,7 +209,7 @@ def test_short_sweep_is_reproducible_and_complete():
     seen = []
     c = bc.run_comparison(configs, seeds=[0], lrs=[1e-3], warmups=[1], steps=3, eval_samples=6, progress=False,
                           done=done, on_run=lambda name, run: seen.append(name))
-    assert seen == ["2026"] and c["runs"]["2017"][0]["losses"] == [9.0]
+    assert seen == ["Llama-3-style"] and c["runs"]["2017"][0]["losses"] == [9.0]
 
 
 def test_two_processes_give_the_same_numbers_as_one():
@@ -247,12 +247,13 @@ def test_the_script_runs(tmp_path, capsys):
     assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--warmups", "1",
                         "--no-ablations", "--no-progress", "--out", str(out)]) == 0
     assert "best rate" in capsys.readouterr().out
-    # --merge adds a variant's runs (here: replaces 2026's with the same numbers) and keeps the order
+    # --merge adds a variant's runs (here: replaces Llama-3-style's with the same numbers) and keeps the order
     assert script.main(["--steps", "2", "--seeds", "0", "1", "--lrs", "1e-3", "2e-3", "--warmups", "1",
-                        "--no-ablations", "--variants", "2026", "--merge", "--no-progress", "--out", str(out)]) == 0
+                        "--no-ablations", "--variants", "Llama-3-style", "--merge", "--no-progress", "--out",
+                        str(out)]) == 0
     merged = bc.load_results(out)
-    assert list(merged["runs"]) == ["2017", "2026"] and "--variants 2026 --merge" in merged["command"]
-    assert [x["losses"] for x in merged["runs"]["2026"]] == [x["losses"] for x in r["runs"]["2026"]]
+    assert list(merged["runs"]) == ["2017", "Llama-3-style"] and "--variants Llama-3-style --merge" in merged["command"]
+    assert [x["losses"] for x in merged["runs"]["Llama-3-style"]] == [x["losses"] for x in r["runs"]["Llama-3-style"]]
 
 
 # ---------------------------------------------------------------------------------------------- the shipped results
@@ -267,7 +268,7 @@ def test_shipped_results_hold_every_variant_warmup_rate_and_seed():
     assert len(s["seeds"]) >= 3 and len(s["lrs"]) >= 3 and len(s["warmups"]) >= 2
     names = list(r["runs"])
     assert names == [n for n in bc.VARIANTS if n in names]  # in the order of VARIANTS
-    assert {"2017", "2017 + pre-norm", "2026 + post-norm", "2026 + MHA", "2026"} <= set(names)  # chapter 9's blocks
+    assert {"2017", "2017 + pre-norm", "Llama-3-style + post-norm", "Llama-3-style + MHA", "Llama-3-style"} <= set(names)  # chapter 9's blocks
     configs = bc.block_configs()
     assert bc.configs_of(r) == {n: configs[n] for n in names}
     every = sorted(itertools.product(s["warmups"], s["lrs"], s["seeds"]))
@@ -391,6 +392,9 @@ def test_cells_summaries_and_tables():
     labelled = bc.summary_table(r, labels={"A": "A (the first)"}).splitlines()  # a printed name for A only
     assert labelled[2].startswith("A (the first) ") and labelled[3].startswith("B ")
     assert [line.split()[-6:] for line in labelled[2:]] == [line.split()[-6:] for line in table.splitlines()[2:]]
+    # with the chapter's longest name (25 characters) every line fits 80 characters (phones)
+    wide = bc.summary_table(r, labels={"A": "Llama-3-style + post-norm"})
+    assert max(map(len, wide.splitlines())) <= 80 and "Llama-3-style + post-norm" in wide
     grid = bc.grid_table(r)
     assert "2.50 ± 1.00 <" in grid and "0.10 ± 0.00!" in grid
     assert bc.paired_differences(r, "A", "B") == [(0, 0.5), (1, 1.0), (2, 1.5)]
@@ -401,7 +405,7 @@ def test_cells_summaries_and_tables():
     pairs = bc.pair_table(r, [("A", "B")])
     assert "A vs B" in pairs and pairs.count("+0.50 +1.00 +1.50  (3/3)") == 2 and "W = 16" in pairs
     assert [x["lr"] for x in bc.best_runs(r)["A"]] == [0.01] * 3
-    assert bc._pair_label("2017", "2026 + MHA") == "2017 vs (2026 + MHA)"
+    assert bc._pair_label("2017", "Llama-3-style + MHA") == "2017 vs (Llama-3-style + MHA)"
     assert bc._signed(-0.001, 2) == " 0.00" and bc._signed(-0.23, 2) == "-0.23"
 
 
@@ -473,7 +477,7 @@ def test_shipped_extensions_at_the_edges_match_the_study():
     r = bc.load_results()
     files = {"compare_blocks_2017_lr0.002.json": (["2017"], 0.002),
              "compare_blocks_prenorm_lr0.002.json": (["2017 + pre-norm"], 0.002),
-             "compare_blocks_2026_lr0.032.json": (["2026 + MHA", "2026"], 0.032)}
+             "compare_blocks_2026_lr0.032.json": (["Llama-3-style + MHA", "Llama-3-style"], 0.032)}
     extras = []
     for file, (names, lr) in files.items():
         e = bc.load_results(bc.RESULTS_PATH.with_name(file))

@@ -1,4 +1,4 @@
-"""The 2017 block against the 2026 block, measured (chapter 9, section 9.3).
+"""The 2017 block against the Llama-3-style block, measured (chapter 9, section 9.3).
 
 A 4-layer encoder-decoder (4 encoder + 4 decoder layers, d_model 32) is trained on the toy reversal task of
 ``tinytf.tasks`` with several blocks, two warm-up lengths, several peak learning rates and several seeds each.
@@ -9,12 +9,16 @@ only the block, the warm-up and the peak rate differ:
   attention, sinusoidal positions added to the token embeddings *multiplied by sqrt(d_model)*
   (``scale_embeddings=True``; section 3.4 of the paper), and no norm after the last block (a post-norm stack
   already ends in one);
-* **the 2026 block**: pre-norm, RMSNorm, SwiGLU with d_ff = 8/3 d (the same FFN parameter count), RoPE,
-  no biases, grouped-query attention (2 key/value heads), no embedding scaling, a final norm;
-* the variants that separate the causes (``VARIANTS``): 2017 + pre-norm, 2026 + post-norm, 2026 + sinusoidal
-  (the paper's input layer: sinusoids added to sqrt(d)-scaled embeddings), 2026 + scaled embeddings (RoPE
-  kept, only the sqrt(d) scaling added) and 2026 + MHA (one key/value head per query head, which also brings
-  the parameter count within 3% of the 2017 model's).
+* **the Llama-3-style block** (``config_2026`` with two changes, at toy size): pre-norm, RMSNorm, SwiGLU with
+  d_ff = 8/3 d (the same FFN parameter count), RoPE, no biases, grouped-query attention (2 key/value heads),
+  no embedding scaling, a final norm;
+* the variants that separate the causes (``VARIANTS``): 2017 + pre-norm, Llama-3-style + post-norm,
+  Llama-3-style + sinusoidal (the paper's input layer: sinusoids added to sqrt(d)-scaled embeddings),
+  Llama-3-style + scaled emb. (RoPE kept, only the sqrt(d) scaling added) and Llama-3-style + MHA (one key/value
+  head per query head, which also brings the parameter count within 3% of the 2017 model's).
+
+The variants were keyed "2026", "2026 + ..." until December 2026 (the year of the book, as "2017" is the year of
+the paper); the shipped results files were renamed with them (their ``renamed`` entry says so).
 
 The recipe (``RECIPE``), for every variant:
 
@@ -67,8 +71,8 @@ EVAL_SEED = 10_000
 VAL_SEED = 20_000
 
 #: the variants, in the order the chapter shows them
-VARIANTS = ("2017", "2017 + pre-norm", "2026 + post-norm", "2026 + sinusoidal", "2026 + scaled embeddings",
-            "2026 + MHA", "2026")
+VARIANTS = ("2017", "2017 + pre-norm", "Llama-3-style + post-norm", "Llama-3-style + sinusoidal",
+            "Llama-3-style + scaled emb.", "Llama-3-style + MHA", "Llama-3-style")
 
 #: settings of the shipped comparison (scripts/compare_blocks.py uses these unless told otherwise)
 DEFAULTS = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=4, steps=400,
@@ -101,25 +105,25 @@ def block_configs(d_model: int = DEFAULTS["d_model"], n_heads: int = DEFAULTS["n
     """{name: TinyConfig} for the comparison, in the order of ``VARIANTS``: same width, depth and heads.
 
     '2017' is the paper's block (sqrt(d_model)-scaled embeddings + sinusoids, post-norm LayerNorm, ReLU 4x,
-    biases), '2026' the modern one. With ``ablations`` also the six variants in between: '2017 + pre-norm',
-    '2017 + RoPE', '2017 + pre-norm + RoPE', '2026 + post-norm', '2026 + sinusoidal' (sinusoids added to
-    sqrt(d_model)-scaled embeddings, the paper's input layer) and '2026 + scaled embeddings' (RoPE kept, only
-    the sqrt(d_model) scaling added: separates the two changes of '2026 + sinusoidal'). Without: only '2017'
-    and '2026'."""
+    biases), 'Llama-3-style' the modern one (``config_2026`` with SwiGLU at 8/3 d and grouped-query attention).
+    With ``ablations`` also the five variants in between: '2017 + pre-norm', 'Llama-3-style + post-norm',
+    'Llama-3-style + sinusoidal' (sinusoids added to sqrt(d_model)-scaled embeddings, the paper's input layer),
+    'Llama-3-style + scaled emb.' (RoPE kept, only the sqrt(d_model) scaling added: separates the two changes
+    of 'Llama-3-style + sinusoidal') and 'Llama-3-style + MHA'. Without: only '2017' and 'Llama-3-style'."""
     common = dict(vocab_size=T.VOCAB_SIZE, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                   max_seq_len=max(32, max_length + 1))
     old = config_2017(**common, d_ff=4 * d_model, scale_embeddings=True)
     new = config_2026(**common, d_ff=swiglu_d_ff(d_model), n_kv_heads=n_kv_heads)
     if not ablations:
-        return {"2017": old, "2026": new}
+        return {"2017": old, "Llama-3-style": new}
     return {
         "2017": old,
         "2017 + pre-norm": old.replace(norm_position="pre"),
-        "2026 + post-norm": new.replace(norm_position="post"),
-        "2026 + sinusoidal": new.replace(pos="sinusoidal", scale_embeddings=True),
-        "2026 + scaled embeddings": new.replace(scale_embeddings=True),
-        "2026 + MHA": new.replace(n_kv_heads=None),
-        "2026": new,
+        "Llama-3-style + post-norm": new.replace(norm_position="post"),
+        "Llama-3-style + sinusoidal": new.replace(pos="sinusoidal", scale_embeddings=True),
+        "Llama-3-style + scaled emb.": new.replace(scale_embeddings=True),
+        "Llama-3-style + MHA": new.replace(n_kv_heads=None),
+        "Llama-3-style": new,
     }
 
 
@@ -534,26 +538,26 @@ def _pm(st: dict, digits: int = 2) -> str:
 
 def summary_table(results: dict, choice="best", warmup: int | None = None, labels: dict | None = None) -> str:
     """Plain text, one row per variant at its chosen cell: warm-up W, lr ('*' at an edge of the grid),
-    parameters, evaluation loss mean ± std (min .. max) over seeds, token accuracy and exact match (mean and
-    range, in %). ``labels``: {variant: the name to print} for some variants, e.g. {"2026": "2026 (Llama-3-style)"};
-    the others print their own name."""
+    evaluation loss mean ± std over seeds, token accuracy and exact match (mean and range over seeds, in %).
+    With names up to 25 characters every line fits 80 characters (the parameter counts are in the runs,
+    ``run["parameters"]``). ``labels``: {variant: the name to print} for some variants, e.g.
+    {"Llama-3-style": "Llama 3 (toy)"}; the others print their own name."""
     labels = labels or {}
     s = {labels.get(name, name): st for name, st in summarise(results, choice, warmup).items()}
     w = max(7, *(len(n) for n in s))
-    head = (f"{'variant':<{w}} {'W':>4} {'lr':>6} {'params':>8}  {'eval loss':>12} {'(min .. max)':>14}  "
-            f"{'token acc %':>13}  {'exact match %':>15}")
+    head = f"{'variant':<{w}} {'W':>3} {'lr':>6}  {'eval loss':>11}  {'token acc %':>11}  {'exact match %':>13}"
     lines = [head, "-" * len(head)]
     for name, st in s.items():
         e, a, x = st["eval_loss"], st["token_accuracy"], st["exact_match"]
         lr = f"{st['lr']:g}" + ("*" if st["at_edge"] else "")
-        first = f"{name:<{w}} {st['warmup']:>4} {lr:>6} {st['parameters']:>8,}"
+        first = f"{name:<{w}} {st['warmup']:>3} {lr:>6}"
         if e["mean"] is None:
-            lines.append(f"{first}  {'diverged':>12}")
+            lines.append(f"{first}  {'diverged':>11}")
             continue
         note = f"  ({e['diverged']} diverged)" if e["diverged"] else ""
-        lines.append(f"{first}  {_pm(e):>12} {e['min']:>6.2f} .. {e['max']:<4.2f}  "
-                     f"{100 * a['mean']:>5.0f} ({100 * a['min']:.0f}-{100 * a['max']:.0f})"
-                     f"  {100 * x['mean']:>5.0f} ({100 * x['min']:.0f}-{100 * x['max']:.0f}){note}")
+        acc = f"{100 * a['mean']:.0f} ({100 * a['min']:.0f}-{100 * a['max']:.0f})"
+        exact = f"{100 * x['mean']:.0f} ({100 * x['min']:.0f}-{100 * x['max']:.0f})"
+        lines.append(f"{first}  {_pm(e):>11}  {acc:>11}  {exact:>13}{note}")
     if any(st["at_edge"] for st in s.values()):
         lines.append("* best at the edge of the grid searched; the optimum may lie beyond it")
     return "\n".join(lines)
@@ -617,7 +621,7 @@ def warmup_table(results: dict, key: str = "eval_loss", digits: int = 2) -> str:
     return "\n".join(lines)
 
 
-def paired_differences(results: dict, a: str = "2017", b: str = "2026", key: str = "eval_loss",
+def paired_differences(results: dict, a: str = "2017", b: str = "Llama-3-style", key: str = "eval_loss",
                        choice="best", warmup: int | None = None) -> list:
     """Per seed: value(a) - value(b) of ``key`` ('final_loss', 'eval_loss' or a metric name), each variant at its
     chosen cell (``choice``/``warmup`` as in ``summarise``), paired by seed; seeds where either run diverged are
@@ -657,7 +661,8 @@ def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) ->
 
 
 def _pair_label(a: str, b: str) -> str:
-    """'a vs b', with a name that contains spaces in brackets: '2017 vs (2026 + MHA)' (not read as arithmetic)."""
+    """'a vs b', with a name that contains spaces in brackets: '2017 vs (Llama-3-style + MHA)' (not read as
+    arithmetic)."""
     def wrap(name):
         return f"({name})" if " " in name else name
     return f"{wrap(a)} vs {wrap(b)}"
