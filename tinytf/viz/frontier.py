@@ -269,9 +269,11 @@ def logit_growth_figure(runs: dict, log_y: bool = False, bound: float | None = N
                                      marker=dict(size=5),
                                      hovertemplate=f"{variant}, seed {s}<br>step %{{x}}: max |logit| %{{y:.1f}}"
                                                    "<extra></extra>"))
-    if bound is not None:
-        fig.add_hline(y=bound, line=dict(color="grey", dash="dash", width=1),
-                      annotation_text=f"{bound_label} = {bound:g}", annotation_position="bottom right")
+    if bound is not None:  # a trace, not a shape: a trace's y is a data value on a log axis too
+        steps = [s for recs in runs.values() for rec in recs for s in rec["steps"]]
+        fig.add_trace(go.Scatter(x=[min(steps), max(steps)], y=[bound, bound], mode="lines",
+                                 name=f"{bound_label} = {bound:g}", line=dict(color="grey", dash="dash", width=1),
+                                 hovertemplate=f"{bound_label} = {bound:g}<extra></extra>"))
     fig.update_layout(template="plotly_white", font=FONT, height=400, margin=dict(l=70, r=20, t=60, b=60),
                       title=dict(text="largest |attention logit| (q·k scaled) on a fixed batch during training",
                                  font=dict(size=14)), legend=dict(x=0.01, y=0.99))
