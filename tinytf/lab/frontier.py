@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..config import TinyConfig
+from ..errors import TinyTFInputError
 from ..models import TinyTransformer
 from .cache_memory import format_bytes
 from .prefill_decode import two_digits
@@ -135,6 +136,35 @@ def format_lr_sweep(sweep: dict) -> str:
             logits = "".join(f"{two_digits(r['max_logit'][-1], keep_zeros=True, grouping=True):>8}" for r in recs)
             losses = "".join(f"{sum(r['loss'][-10:]) / 10:>8.2f}" for r in recs)
             lines.append(f"{lr:<7g} {variant:8}{logits}     {losses}")
+    return "\n".join(lines)
+
+
+def late_loss(rec: dict, n: int = 10) -> float:
+    """The mean of the last ``n`` recorded batch losses of one ``logit_growth`` record."""
+    losses = [x for x in rec["loss"] if x is not None]
+    if n < 1 or len(losses) < n:
+        raise TinyTFInputError(f"late_loss: need n >= 1 and at least n recorded losses, got n={n}, {len(losses)} losses")
+    return sum(losses[-n:]) / n
+
+
+def best_rates(sweep: dict) -> dict:
+    """{variant: (learning rate, [late loss per seed])} of ``sweep`` (``load_lr_sweep``): for each variant the rate
+    whose late loss (``late_loss``), averaged over the seeds, is lowest, and that rate's losses seed by seed."""
+    runs = sweep.get("runs") if isinstance(sweep, dict) else None
+    if not runs:
+        raise TinyTFInputError("best_rates: expected a sweep from load_lr_sweep, with a non-empty 'runs'")
+    out = {}
+    for variant, by_lr in runs.items():
+        losses = {lr: [late_loss(r) for r in recs] for lr, recs in by_lr.items()}
+        lr = min(losses, key=lambda k: sum(losses[k]) / len(losses[k]))
+        out[variant] = (float(lr), losses[lr])
+    return out
+
+
+def format_best_rates(best: dict) -> str:
+    """Plain text, one line per variant of ``best_rates``: the rate and the late loss of each seed (two decimals)."""
+    lines = ["best rate (lowest mean over the seeds) and its loss per seed:"]
+    lines += [f"  {variant:8} {lr:<7g}" + "".join(f"{x:>8.2f}" for x in losses) for variant, (lr, losses) in best.items()]
     return "\n".join(lines)
 
 

@@ -323,17 +323,53 @@ def _frontier_has(b: dict) -> list:
     return has
 
 
-def frontier_review_table(blocks: dict) -> str:
+def _wrap_items(items: list, width: int) -> list:
+    """Comma-separated items on lines of at most ``width`` characters, an item never split."""
+    lines, line = [], ""
+    for k, item in enumerate(items):
+        piece = item + ("," if k < len(items) - 1 else "")
+        if line and len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line = f"{line} {piece}" if line else piece
+    return lines + [line]
+
+
+def frontier_review_table(blocks: dict, max_width: int | None = None) -> str:
     """One row per block: which features of the chapter's frontier block it has (with their settings, and the
     norm placements of the chapter where a block uses them), and which of the three reviewed features it does
-    not use. A description, not a grade."""
+    not use. A description, not a grade. With ``max_width`` (e.g. 80) the two lists wrap at their commas onto
+    continuation lines so that no line is longer; a single item that cannot fit raises TinyTFInputError."""
     rows = []
     for name, block in blocks.items():
-        has = ", ".join(_frontier_has(block_fields(block))) or "-"
-        rows.append((name, has, ", ".join(f.aspect for f in frontier_review(block)) or "-"))
+        has = _frontier_has(block_fields(block)) or ["-"]
+        rows.append((name, has, [f.aspect for f in frontier_review(block)] or ["-"]))
     width = max(len(n) for n in blocks)
-    has_width = max(len("has"), *(len(r[1]) for r in rows))
-    head = f"{'block':<{width}}  {'has':<{has_width}}  does not use"
-    lines = [head, "-" * (width + has_width + 4 + max(len("does not use"), *(len(r[2]) for r in rows)))]
-    lines += [f"{name:<{width}}  {has:<{has_width}}  {absent}" for name, has, absent in rows]
+    if max_width is None:
+        rows = [(name, ", ".join(has), ", ".join(absent)) for name, has, absent in rows]
+        has_width = max(len("has"), *(len(r[1]) for r in rows))
+        head = f"{'block':<{width}}  {'has':<{has_width}}  does not use"
+        lines = [head, "-" * (width + has_width + 4 + max(len("does not use"), *(len(r[2]) for r in rows)))]
+        lines += [f"{name:<{width}}  {has:<{has_width}}  {absent}" for name, has, absent in rows]
+        return "\n".join(lines)
+    has_min = max(len("has"), *(len(h) + 1 for _, items, _ in rows for h in items))
+    absent_min = max(len("does not use"), *(len(a) + 1 for _, _, items in rows for a in items))
+    room = max_width - width - 4  # for the two lists
+    if has_min + absent_min > room:
+        raise TinyTFInputError(f"frontier_review_table: max_width={max_width} is too narrow: the name column takes "
+                               f"{width + 4} characters and the longest items need {has_min} + {absent_min}")
+
+    def n_lines(has_width):
+        return sum(max(len(_wrap_items(h, has_width)), len(_wrap_items(a, room - has_width))) for _, h, a in rows)
+
+    # the split of the room between the two lists that needs the fewest lines (the widest 'has' column of those)
+    has_width = min(range(has_min, room - absent_min + 1), key=lambda w: (n_lines(w), -w))
+    absent_width = room - has_width
+    lines = [f"{'block':<{width}}  {'has':<{has_width}}  does not use", "-" * max_width]
+    for name, has, absent in rows:
+        left, right = _wrap_items(has, has_width), _wrap_items(absent, absent_width)
+        for k in range(max(len(left), len(right))):
+            cells = (name if k == 0 else "", left[k] if k < len(left) else "", right[k] if k < len(right) else "")
+            lines.append(f"{cells[0]:<{width}}  {cells[1]:<{has_width}}  {cells[2]}".rstrip())
     return "\n".join(lines)

@@ -136,19 +136,38 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
 # ---------------------------------------------------------------------------------------- cache vs context
 
 
-def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batch: int = 1):
-    """KV-cache bytes (``tinytf.kv_cache_bytes``) of each config against the context length, log-log."""
+def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batch: int = 1, contexts: dict | None = None):
+    """KV-cache bytes (``tinytf.kv_cache_bytes``) of each config against the context length, log-log.
+    ``contexts`` ({name: context length}, optional) ends each model's line at the last length within its
+    context and continues it, faint and dotted and without a legend entry, over the lengths past it."""
     if not configs:
         raise TinyTFInputError("cache_context_figure: no configs")
+    contexts = dict(contexts or {})
+    unknown = set(contexts) - set(configs)
+    if unknown:
+        raise TinyTFInputError(f"cache_context_figure: contexts for models not in configs: {sorted(unknown)}")
+    if any(not isinstance(c, int) or c < 1 for c in contexts.values()):
+        raise TinyTFInputError("cache_context_figure: every context must be a positive int (tokens)")
     lengths = list(lengths) if lengths is not None else [2 ** k for k in range(7, 18)]
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
     for j, (name, cfg) in enumerate(configs.items()):
         gib = [kv_cache_bytes(cfg, T, batch, dtype) / 2 ** 30 for T in lengths]
         text = [format_bytes(kv_cache_bytes(cfg, T, batch, dtype)) for T in lengths]
-        fig.add_trace(go.Scatter(x=lengths, y=gib, mode="lines+markers", name=name, text=text,
-                                 line=dict(color=OKABE_ITO[j % len(OKABE_ITO)], dash=dashes[j % len(dashes)]),
+        color = OKABE_ITO[j % len(OKABE_ITO)]
+        inside = [i for i, T in enumerate(lengths) if T <= contexts.get(name, max(lengths))]
+        fig.add_trace(go.Scatter(x=[lengths[i] for i in inside], y=[gib[i] for i in inside], mode="lines+markers",
+                                 name=name, text=[text[i] for i in inside],
+                                 line=dict(color=color, dash=dashes[j % len(dashes)]),
                                  hovertemplate=f"{name}<br>%{{x:,}} tokens: %{{text}}<extra></extra>"))
+        past = [i for i in range(len(lengths)) if i not in inside]
+        if past:
+            past = ([inside[-1]] if inside else []) + past  # joined to the line's last point
+            fig.add_trace(go.Scatter(x=[lengths[i] for i in past], y=[gib[i] for i in past], mode="lines+markers",
+                                     name=f"{name} (past its context)", showlegend=False, opacity=0.35,
+                                     text=[text[i] for i in past], line=dict(color=color, dash="dot"),
+                                     hovertemplate=f"{name}, past its context<br>%{{x:,}} tokens: %{{text}}"
+                                                   "<extra></extra>"))
     fig.update_layout(template="plotly_white", font=FONT, height=430, margin=dict(l=70, r=20, t=60, b=60),
                       title=dict(text=f"KV cache of one sequence ({torch.empty((), dtype=dtype).element_size()} "
                                       "bytes per value) against context length", font=dict(size=14)),
@@ -235,8 +254,12 @@ def router_figure(model, ids, layer: int = 0, frame_ms: int = 1500):
 # ---------------------------------------------------------------------------------------- QK-norm
 
 
-def logit_growth_figure(runs: dict):
-    """runs: {variant: [record per seed]} (records from ``logit_growth``): the largest absolute attention logit per step."""
+def logit_growth_figure(runs: dict, log_y: bool = False, bound: float | None = None, bound_label: str = "√D"):
+    """runs: {variant: [record per seed]} (records from ``logit_growth``): the largest absolute attention logit per step.
+    ``log_y`` draws the logits on a logarithmic axis; ``bound`` (e.g. √D, per-head QK-norm's bound with unit gains)
+    adds a dashed horizontal line at that value, labelled ``bound_label``."""
+    if bound is not None and not (isinstance(bound, (int, float)) and bound > 0):
+        raise TinyTFInputError(f"logit_growth_figure: bound must be a positive number, got {bound!r}")
     fig = go.Figure()
     for j, (variant, recs) in enumerate(runs.items()):
         for s, rec in enumerate(recs):
@@ -246,9 +269,17 @@ def logit_growth_figure(runs: dict):
                                      marker=dict(size=5),
                                      hovertemplate=f"{variant}, seed {s}<br>step %{{x}}: max |logit| %{{y:.1f}}"
                                                    "<extra></extra>"))
+    if bound is not None:  # a trace, not a shape: a trace's y is a data value on a log axis too
+        steps = [s for recs in runs.values() for rec in recs for s in rec["steps"]]
+        fig.add_trace(go.Scatter(x=[min(steps), max(steps)], y=[bound, bound], mode="lines",
+                                 name=f"{bound_label} = {bound:g}", line=dict(color="grey", dash="dash", width=1),
+                                 hovertemplate=f"{bound_label} = {bound:g}<extra></extra>"))
     fig.update_layout(template="plotly_white", font=FONT, height=400, margin=dict(l=70, r=20, t=60, b=60),
                       title=dict(text="largest |attention logit| (q·k scaled) on a fixed batch during training",
                                  font=dict(size=14)), legend=dict(x=0.01, y=0.99))
     fig.update_xaxes(title="training step")
-    fig.update_yaxes(title="max |logit|", rangemode="tozero")
+    if log_y:
+        fig.update_yaxes(title="max |logit| (log scale)", type="log")
+    else:
+        fig.update_yaxes(title="max |logit|", rangemode="tozero")
     return fig

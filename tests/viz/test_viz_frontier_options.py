@@ -1,0 +1,37 @@
+"""Options of two frontier figures: the logit figure's log axis and bound line, the cache figure's context cut."""
+import numpy as np
+import pytest
+import torch
+
+import tinytf
+from tinytf.errors import TinyTFInputError
+from tinytf.lab.cache_memory import kv_cache_bytes
+from tinytf.viz import frontier as fv
+
+REC = {"steps": [0, 10, 20], "max_logit": [0.1, 2.0, 50.0], "loss": [None, 3.0, 2.0]}
+
+
+def test_logit_figure_log_axis_and_bound_line():
+    plain = fv.logit_growth_figure({"plain": [REC]})
+    assert plain.layout.yaxis.type in (None, "linear") and len(plain.data) == 1
+    fig = fv.logit_growth_figure({"plain": [REC]}, log_y=True, bound=4)
+    assert fig.layout.yaxis.type == "log" and list(fig.data[0].y) == REC["max_logit"]
+    line = fig.data[-1]
+    assert list(line.y) == [4, 4] and list(line.x) == [0, 20] and line.line.dash == "dash" and line.name == "√D = 4"
+    with pytest.raises(TinyTFInputError, match="bound"):
+        fv.logit_growth_figure({"plain": [REC]}, bound=-1)
+
+
+def test_cache_figure_ends_each_line_at_its_context():
+    cfg = tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=2, d_ff=64)
+    lengths = [16, 32, 64, 128]
+    fig = fv.cache_context_figure({"a": cfg, "b": cfg}, lengths, dtype=torch.float32, contexts={"a": 32})
+    a_in, a_past, b = fig.data
+    assert list(a_in.x) == [16, 32] and list(a_past.x) == [32, 64, 128] and list(b.x) == lengths
+    assert a_past.showlegend is False and a_past.line.dash == "dot" and a_past.opacity < 1
+    expected = [kv_cache_bytes(cfg, T, 1, torch.float32) / 2 ** 30 for T in lengths]
+    assert np.allclose(list(a_in.y) + list(a_past.y)[1:], expected) and np.allclose(list(b.y), expected)
+    with pytest.raises(TinyTFInputError, match="not in configs"):
+        fv.cache_context_figure({"a": cfg}, lengths, contexts={"z": 32})
+    with pytest.raises(TinyTFInputError, match="positive int"):
+        fv.cache_context_figure({"a": cfg}, lengths, contexts={"a": 0})
