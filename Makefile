@@ -18,7 +18,7 @@ BIN := $(VENV)/bin
 DEPS_HASH := $(shell cat requirements.lock pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.tinytf-installed-$(DEPS_HASH)
 PIP := $(BIN)/python -m pip --disable-pip-version-check
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 # Another CPU rounds the last bits differently. These select torch's portable kernels and MKL's
 # reproducible code path, so the second nbval run sees other last bits, as on another machine.
 OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
