@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .. import tasks
+from . import tasks
 from ..errors import TinyTFInputError
 
 
