@@ -155,20 +155,20 @@ def format_anti_diagonal(summaries: dict) -> str:
     """``{model name: anti_diagonal_summary}`` as two plain-text tables: each head's mean weight on the
     anti-diagonal ± its stratified standard error (``stratified_sem``, within each length); then, per block, the
     mean of the heads ± its stratified standard error with the 5%-95% range over the examples, and the same as a
-    multiple of the uniform share 1/S."""
+    multiple of the uniform share 1/S. Every row fits 80 characters (the per-head table for up to 4 heads)."""
     first = next(iter(summaries.values()))
     n_heads = len(first["heads"][0])
     lines = [f"{'model':10} {'block':>5}" + "".join(f"{'head ' + str(h):>15}" for h in range(n_heads))]
     for name, s in summaries.items():
         for i, (row, ses) in enumerate(zip(s["heads"], s["heads_se"])):
             lines.append(f"{name:10} {i:>5}" + "".join(f"{c.mean:.3f} ± {se:.3f}".rjust(15) for c, se in zip(row, ses)))
-    lines += ["", f"{'model':10} {'block':>5} {'mean of the heads':>18} {'5%-95% of examples':>19}"
-                  f" {'x uniform share':>16} {'5%-95% of examples':>19}"]
+    lines += ["", f"{'model':10} {'block':>5} {'mean of heads':>15} {'5%-95%':>13}"  # 75 characters a row
+                  f" {'x uniform share':>16} {'5%-95%':>11}"]
     for name, s in summaries.items():
         for i, (m, mse, r, u, use, ur) in enumerate(zip(s["mean"], s["mean_se"], s["mean_range"], s["uniform_multiple"],
                                                         s["uniform_multiple_se"], s["uniform_multiple_range"])):
-            lines.append(f"{name:10} {i:>5} {f'{m.mean:.3f} ± {mse:.3f}':>18} {f'{r[0]:.2f} to {r[1]:.2f}':>19}"
-                         f" {f'{u.mean:.2f} ± {use:.2f}':>16} {f'{ur[0]:.1f} to {ur[1]:.1f}':>19}")
+            lines.append(f"{name:10} {i:>5} {f'{m.mean:.3f} ± {mse:.3f}':>15} {f'{r[0]:.2f} to {r[1]:.2f}':>13}"
+                         f" {f'{u.mean:.2f} ± {use:.2f}':>16} {f'{ur[0]:.1f} to {ur[1]:.1f}':>11}")
     return "\n".join(lines)
 
 
