@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .. import tasks
+from . import tasks
 from ..errors import TinyTFInputError
 
 MODES = ("zero", "mean")
