@@ -336,16 +336,43 @@ def _wrap_items(items: list, width: int) -> list:
     return lines + [line]
 
 
-def frontier_review_table(blocks: dict, max_width: int | None = None) -> str:
+def _frontier_split_table(rows: list, width: int, max_width: int | None) -> str:
+    """The split layout: per block a "has" line and a "does not use" line, each list wrapped at its commas."""
+    label_width = len("does not use")
+    room = None if max_width is None else max_width - width - label_width - 4  # for one list
+    longest = max(len(item) + 1 for _, has, absent in rows for item in has + absent)
+    if room is not None and longest > room:
+        raise TinyTFInputError(f"frontier_review_table: max_width={max_width} is too narrow: the name and label "
+                               f"columns take {width + label_width + 4} characters and the longest item needs "
+                               f"{longest}")
+    lines = [f"{'block':<{width}}  {'':<{label_width}}  features", "-" * (max_width or 80)]
+    for name, has, absent in rows:
+        for k, (label, items) in enumerate((("has", has), ("does not use", absent))):
+            wrapped = [", ".join(items)] if room is None else _wrap_items(items, room)
+            for j, text in enumerate(wrapped):
+                cells = (name if k == 0 and j == 0 else "", label if j == 0 else "", text)
+                lines.append(f"{cells[0]:<{width}}  {cells[1]:<{label_width}}  {cells[2]}".rstrip())
+    return "\n".join(lines)
+
+
+def frontier_review_table(blocks: dict, max_width: int | None = None, layout: str = "columns") -> str:
     """One row per block: which features of the chapter's frontier block it has (with their settings, and the
     norm placements of the chapter where a block uses them), and which of the three reviewed features it does
     not use. A description, not a grade. With ``max_width`` (e.g. 80) the two lists wrap at their commas onto
-    continuation lines so that no line is longer; a single item that cannot fit raises TinyTFInputError."""
+    continuation lines so that no line is longer; a single item that cannot fit raises TinyTFInputError.
+    ``layout="split"`` prints the two lists on separate labelled lines ("has" and "does not use") instead of
+    side by side, so that a wrapped line never holds items of both lists."""
+    if layout not in ("columns", "split"):
+        raise TinyTFInputError(f"frontier_review_table: layout={layout!r}; use 'columns' or 'split'")
+    if not blocks:
+        raise TinyTFInputError("frontier_review_table: no blocks given")
     rows = []
     for name, block in blocks.items():
         has = _frontier_has(block_fields(block)) or ["-"]
         rows.append((name, has, [f.aspect for f in frontier_review(block)] or ["-"]))
     width = max(len(n) for n in blocks)
+    if layout == "split":
+        return _frontier_split_table(rows, width, max_width)
     if max_width is None:
         rows = [(name, ", ".join(has), ", ".join(absent)) for name, has, absent in rows]
         has_width = max(len("has"), *(len(r[1]) for r in rows))
