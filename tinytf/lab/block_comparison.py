@@ -214,6 +214,18 @@ def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["step
         warmup = warmup_steps(steps, warmup_fraction)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
         raise TinyTFInputError(f"warmup: expected a positive number of steps, got {warmup!r}")
+    return run_record(model, task, lambda m, batch: TR.seq2seq_loss(m, batch)[0],
+                      lambda m, s: TR.evaluate(m, task, n_samples=eval_samples, seed=s, threads=None),
+                      seed=seed, lr=lr, warmup=warmup, steps=steps, batch_size=batch_size,
+                      eval_samples=eval_samples, bar=bar)
+
+
+def run_record(model, task, loss_fn, evaluate, *, seed: int, lr: float, warmup: int, steps: int, batch_size: int,
+               eval_samples: int, bar=None) -> dict:
+    """Train ``model`` with the recipe (Adam 0.9/0.98/1e-9, ``lr_at``) on ``task`` batches drawn from a generator
+    seeded with ``seed``, then evaluate it on ``VAL_SEED`` and ``EVAL_SEED``: the record of one run, shared by
+    this study and its decoder-only repeat. ``loss_fn(model, batch)`` returns the scalar loss, ``evaluate(model,
+    seed)`` a metrics dict with a "loss". A run whose loss stops being finite is stopped and marked ``diverged``."""
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=BETAS, eps=ADAM_EPS)
     data = torch.Generator().manual_seed(seed)
     losses, diverged = [], False
@@ -222,7 +234,7 @@ def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["step
     for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, lr, warmup)
-        loss, _ = TR.seq2seq_loss(model, task.batch(batch_size, data))
+        loss = loss_fn(model, task.batch(batch_size, data))
         if not math.isfinite(loss.item()):
             diverged = True
             if bar is not None:
@@ -243,8 +255,8 @@ def train_one(cfg: TinyConfig, seed: int, lr: float, steps: int = DEFAULTS["step
            "metrics": None, "val_metrics": None, "seconds": round(seconds, 1),
            "cpu_seconds": round(cpu, 1)}
     if not diverged and eval_samples:
-        out["val_metrics"] = _rounded(TR.evaluate(model, task, n_samples=eval_samples, seed=VAL_SEED, threads=None))
-        out["metrics"] = _rounded(TR.evaluate(model, task, n_samples=eval_samples, seed=EVAL_SEED, threads=None))
+        out["val_metrics"] = _rounded(evaluate(model, VAL_SEED))
+        out["metrics"] = _rounded(evaluate(model, EVAL_SEED))
         if not (math.isfinite(out["metrics"]["loss"]) and math.isfinite(out["val_metrics"]["loss"])):
             out["diverged"], out["metrics"], out["val_metrics"] = True, None, None
     return out

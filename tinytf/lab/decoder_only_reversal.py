@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import math
 import platform
-import time
 from pathlib import Path
 
 import torch
@@ -121,39 +120,8 @@ def train_one(cfg: TinyConfig, seed: int, lr: float, warmup: int, steps: int = b
                                f"max_seq_len {cfg.max_seq_len}")
     task = T.ReversalTask(min_length=min_length, max_length=max_length)
     model = build_model(cfg, seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=bc.BETAS, eps=bc.ADAM_EPS)
-    data = torch.Generator().manual_seed(seed)
-    losses, diverged = [], False
-    t0, c0 = time.perf_counter(), time.process_time()
-    model.train()
-    for step in range(steps):
-        for group in opt.param_groups:
-            group["lr"] = bc.lr_at(step, lr, warmup)
-        loss = loss_fn(model, task.batch(batch_size, data))
-        if not math.isfinite(loss.item()):
-            diverged = True
-            if bar is not None:
-                bar.update(steps - step)
-            break
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        if bar is not None:
-            bar.update(1)
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    model.eval()
-    tail = losses[-max(1, steps // 20):]
-    out = {"seed": seed, "lr": lr, "warmup": warmup, "parameters": sum(p.numel() for p in model.parameters()),
-           "losses": [round(x, 4) for x in losses], "diverged": diverged,
-           "final_loss": None if diverged or not tail else round(sum(tail) / len(tail), 5),
-           "metrics": None, "val_metrics": None, "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1)}
-    if not diverged and eval_samples:
-        out["val_metrics"] = bc._rounded(evaluate(model, task, eval_samples, bc.VAL_SEED))
-        out["metrics"] = bc._rounded(evaluate(model, task, eval_samples, bc.EVAL_SEED))
-        if not (math.isfinite(out["metrics"]["loss"]) and math.isfinite(out["val_metrics"]["loss"])):
-            out["diverged"], out["metrics"], out["val_metrics"] = True, None, None
-    return out
+    return bc.run_record(model, task, loss_fn, lambda m, s: evaluate(m, task, eval_samples, s), seed=seed, lr=lr,
+                         warmup=warmup, steps=steps, batch_size=batch_size, eval_samples=eval_samples, bar=bar)
 
 
 def _cells(name, given) -> list:
