@@ -43,3 +43,42 @@ def test_table_has_one_line_per_block():
 def test_other_wirings_get_a_clear_message(kw, message):
     with pytest.raises(tinytf.TinyTFInputError, match=message):
         update_sizes(_model(**kw), tinytf.encode("abc"))
+
+
+def test_medians_are_of_the_per_position_ratios():
+    from tinytf.lab.residual_updates import update_ratio_medians
+
+    model = _model()
+    ids = tinytf.encode("the medians of ratios")  # 21 positions: an odd count, the median is one of them
+    medians = update_ratio_medians(model, ids)
+    assert [m["block"] for m in medians] == [0, 1]
+    _, tr = model.run_with_trace(ids)
+    for m in medians:
+        b = f"blocks.{m['block']}."
+        stream, mid = tr[b + "resid_pre"][0].norm(dim=-1), tr[b + "resid_mid"][0].norm(dim=-1)  # [T] each
+        attn = tr[b + "attn.out"][0].norm(dim=-1) / stream
+        ffn = tr[b + "ffn.out"][0].norm(dim=-1) / mid
+        block = (tr[b + "resid_post"] - tr[b + "resid_pre"])[0].norm(dim=-1) / stream
+        for key, per_position in (("attn_ratio", attn), ("ffn_ratio", ffn), ("block_ratio", block)):
+            assert m[key] == pytest.approx(sorted(per_position.tolist())[10], rel=1e-6)  # the 11th of 21
+    # not the ratio of the mean lengths: on this input the two differ
+    rows = update_sizes(model, ids)
+    assert abs(medians[0]["attn_ratio"] - rows[0]["attn_ratio"]) > 1e-3
+
+
+def test_median_of_an_even_count_is_the_mean_of_the_middle_two():
+    from tinytf.lab.residual_updates import update_ratio_medians
+
+    model = _model()
+    ids = tinytf.encode("abcd")  # 4 positions
+    _, tr = model.run_with_trace(ids)
+    r = sorted((tr["blocks.0.attn.out"][0].norm(dim=-1) / tr["blocks.0.resid_pre"][0].norm(dim=-1)).tolist())
+    assert update_ratio_medians(model, ids)[0]["attn_ratio"] == pytest.approx((r[1] + r[2]) / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("kw, message", [({"norm_position": "post"}, "pre-norm"), ({"residual": False}, "residual")])
+def test_medians_refuse_other_wirings(kw, message):
+    from tinytf.lab.residual_updates import update_ratio_medians
+
+    with pytest.raises(tinytf.TinyTFInputError, match="update_ratio_medians.*" + message):
+        update_ratio_medians(_model(**kw), tinytf.encode("abc"))
