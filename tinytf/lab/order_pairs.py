@@ -8,12 +8,20 @@ without positions gives the last position the same output for both, so its next-
 
 The distance is the total-variation distance 1/2 sum_i |p_i - r_i|: 0 for the same prediction, 1 when the two
 predictions share nothing.
+
+The untrained measurements of section 1.4 and its exercise 3 use the rest of this module:
+``relative_change`` (the section's one yardstick, ||new - old|| / ||old||), ``over_seeds`` (a measurement
+repeated on seeds 1 to 10, printed as 'median [min to max]'), ``sentence_gap`` (how much a fresh one-block
+model's next-token scores differ between two sentences) and ``sentence_changes`` (the same difference followed
+step by step through the block).
 """
 from __future__ import annotations
 
 import torch
 
+from ..config import TinyConfig
 from ..errors import TinyTFInputError
+from ..models import TinyTransformer
 from ..tokens import encode
 
 
@@ -53,3 +61,85 @@ def pair_distances(model, pairs, same_last_byte: bool = True) -> list[float]:
             raise TinyTFInputError(f"pair_distances: expected (first, second) pairs, got {pair!r}")
         check_pair(*pair, same_last_byte=same_last_byte)
     return [tv_distance(next_byte(model, first), next_byte(model, second)) for first, second in pairs]
+
+
+def relative_change(new: torch.Tensor, old: torch.Tensor) -> float:
+    """||new - old|| / ||old||: how much ``new`` differs from ``old``, relative to the length of ``old``."""
+    if new.shape != old.shape:
+        raise TinyTFInputError(f"relative_change: expected two tensors of the same shape, got "
+                               f"{list(new.shape)} and {list(old.shape)}")
+    old_norm = old.norm()
+    if old_norm == 0:
+        raise TinyTFInputError("relative_change: the reference tensor `old` is all zeros")
+    return float((new - old).norm() / old_norm)
+
+
+def median_range(values, fmt: str = ".3g") -> str:
+    """'median [min to max]' of ``values``, each printed with the format ``fmt`` (3 significant digits)."""
+    values = torch.tensor([float(v) for v in values])
+    if values.numel() == 0:
+        raise TinyTFInputError("median_range: expected at least one value")
+    return f"median {values.quantile(0.5):{fmt}} [{values.min():{fmt}} to {values.max():{fmt}}]"
+
+
+def over_seeds(measure, seeds=range(1, 11)) -> str:
+    """``measure()`` once per seed, each time after ``torch.manual_seed(seed)``, so on fresh random weights and
+    inputs: 'median [min to max]'. The caller's random stream is restored afterwards."""
+    if not callable(measure):
+        raise TinyTFInputError(f"over_seeds: expected a function of no arguments, got {type(measure).__name__}")
+    seeds = list(seeds)
+    if not seeds:
+        raise TinyTFInputError("over_seeds: expected at least one seed")
+    with torch.random.fork_rng(devices=[]):
+        values = []
+        for seed in seeds:
+            torch.manual_seed(seed)
+            values.append(measure())
+    return median_range(values)
+
+
+def _swap_pair(first, second) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two texts (or id tensors) with the same bytes in another order and the same last byte, as ids."""
+    a = encode(first) if isinstance(first, str) else torch.as_tensor(first)
+    b = encode(second) if isinstance(second, str) else torch.as_tensor(second)
+    if a.dim() != 1 or a.shape != b.shape:
+        raise TinyTFInputError(f"expected two sequences of ids [T] of the same length, got shapes "
+                               f"{list(a.shape)} and {list(b.shape)}")
+    if sorted(a.tolist()) != sorted(b.tolist()) or a[-1] != b[-1]:
+        raise TinyTFInputError("expected the same bytes in another order, ending in the same byte")
+    return a, b
+
+
+def sentence_gap(pos: str, first="dog bites man.", second="man bites dog.") -> float:
+    """A fresh one-block model with position scheme ``pos`` (drawn from the current random stream): the relative
+    change of its next-token scores after ``second`` against those after ``first``."""
+    a, b = _swap_pair(first, second)
+    fresh = TinyTransformer(TinyConfig(n_layers=1, pos=pos))
+    with torch.no_grad():
+        return relative_change(fresh(b)[-1], fresh(a)[-1])
+
+
+def sentence_changes(block_model, first="dog bites man.", second="man bites dog.", show_table: bool = True):
+    """``second`` against ``first``, step by step through the single block of ``block_model``: the norm of the
+    tensor for ``first``, the norm of the change, and their ratio (the relative change). Last position, except
+    the first row (the attention input at the positions where the two texts differ).
+    Prints the table (unless ``show_table`` is False); returns the trace of ``first`` and {row: relative change}."""
+    if len(getattr(block_model, "blocks", ())) != 1:
+        raise TinyTFInputError("sentence_changes: expected a model with exactly one block")
+    a, b = _swap_pair(first, second)
+    with torch.no_grad():
+        logits_a, ta = block_model.run_with_trace(a)
+        logits_b, tb = block_model.run_with_trace(b)
+    swapped = a != b  # [T]: the positions where the two texts differ
+    rows = [("attention input, swapped", ta["blocks.0.norm1.out"][0, swapped], tb["blocks.0.norm1.out"][0, swapped])]
+    rows += [(name, ta[key][0, -1], tb[key][0, -1]) for name, key in (
+        ("stream entering the block", "blocks.0.resid_pre"),
+        ("attention output", "blocks.0.attn.out"),
+        ("stream after the add", "blocks.0.resid_mid"))]
+    vocab = logits_a.shape[-1]
+    rows.append(("next-token scores", logits_a.reshape(-1, vocab)[-1], logits_b.reshape(-1, vocab)[-1]))  # [V]
+    if show_table:
+        print(f"{'':26} {'norm':>6} {'change':>8} {'relative':>9}")
+        for name, in_a, in_b in rows:
+            print(f"{name:26} {in_a.norm():6.3f} {(in_b - in_a).norm():8.2g} {relative_change(in_b, in_a):9.2g}")
+    return ta, {name: relative_change(in_b, in_a) for name, in_a, in_b in rows}
