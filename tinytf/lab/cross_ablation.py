@@ -11,8 +11,10 @@ from the source), and count what the reversal model still gets right:
     print(format_cross_ablation(r))
 
 Two replacements: ``zero`` (the block adds nothing from the source) and ``mean`` (it adds its average output over
-every target position of the intact run on the same strings: what is removed is only what depends on the
-particular source). With teacher forcing, a string is exact when every position's top score is the correct next
+every target position of the intact run on the same strings, one [C] vector per block put in at every position
+whatever the string's length: what is removed is everything that varies from string to string or position to
+position, the source but also the target prefix read by the queries and the length, while the output's average
+size is kept). With teacher forcing, a string is exact when every position's top score is the correct next
 token; that is the same as greedy decoding writing the string exactly, since each decoder position only reads
 earlier ones.
 """

@@ -64,6 +64,9 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("parameter_count", 7, "parameter_count(cfg)", "an int",
              "use cfg.vocab_size, d_model, n_layers, n_heads, kv_heads, d_head, d_ff, tie_embeddings; "
              "RMSNorm, SwiGLU, RoPE, no biases"),
+    Exercise("padded_loss", 7, "padded_loss(logits, ids, pad)", "a scalar tensor",
+             "position t is scored on ids[:, t + 1]; leave out the last position and every target that is padding "
+             "(pad True), then average over all the targets left in the batch; F.cross_entropy's ignore_index helps"),
     Exercise("cross_attention", 8, "cross_attention(x, memory, attn)", "[B, T, C]",
              "queries from x, keys and values from memory, with attn.q_proj/k_proj/v_proj/o_proj; "
              "attn.n_heads heads of attn.d_head; no mask, no RoPE"),
@@ -280,6 +283,45 @@ def _check_parameter_count(name, fn, tol):
     return CheckResult(name, "failed", f"{len(wrong)} of {len(configs)} counts differ", details)
 
 
+def _check_padded_loss(name, fn, tol):
+    # chapter 7's ten tokens "hello tiny" and a shorter text padded on the right with 0 bytes to the same length
+    texts = ("hello tiny", "hi, tiny")
+    rows = [encode(t) for t in texts]
+    T = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), T, dtype=torch.long)  # [B, T]: 0 is the pad byte
+    pad = torch.ones(len(rows), T, dtype=torch.bool)  # [B, T]: True at padding
+    for b, r in enumerate(rows):
+        ids[b, : len(r)], pad[b, : len(r)] = r, False
+    model = _nudge(_model(), 0.02)
+    with torch.no_grad():
+        logits = model(ids)  # [B, T, V]; right padding: the causal mask keeps it away from the real positions
+    V = logits.shape[-1]
+    per_target = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1),
+                                                   reduction="none").view(len(rows), T - 1)  # [B, T - 1]
+    real = ~pad[:, 1:]  # [B, T - 1]: the targets that are real bytes
+    want = per_target[real].mean()
+    got, fail = _call(name, fn, logits, ids, pad)
+    if fail is not None:
+        return fail
+    if isinstance(got, (int, float)) and not isinstance(got, bool):
+        got = torch.tensor(float(got))
+    if isinstance(got, torch.Tensor) and got.numel() == 1 and got.dim() > 0:
+        got = got.reshape(())
+    result = compare(name, got, want, (), tol)
+    if result or not isinstance(got, torch.Tensor) or got.dim() != 0 or not torch.isfinite(got):
+        return result
+    common = {  # typical wrong answers, so the report can say which one yours is
+        "the loss with the pad targets counted": per_target.mean(),
+        "the mean of the two sequences' own losses (each sequence weighted equally, not each target)":
+            torch.stack([per_target[b][real[b]].mean() for b in range(len(rows))]).mean(),
+        "the loss of the first sequence only": per_target[0][real[0]].mean(),
+    }
+    for what, value in common.items():
+        if abs(got.item() - value.item()) < tol:
+            result.details.append(f"your value equals {what}")
+    return result
+
+
 def _check_cross_attention(name, fn, tol):
     # chapter 8's shapes: source "banana" (S = 6) and target "anana" (T = 5), so S != T and a K/V reshape that
     # uses T where S belongs fails
@@ -382,6 +424,7 @@ _CHECKS = {
     "post_norm_block": lambda n, f, t: _check_block(n, f, t, "post"),
     "pre_norm_block": lambda n, f, t: _check_block(n, f, t, "pre"),
     "parameter_count": _check_parameter_count,
+    "padded_loss": _check_padded_loss,
     "cross_attention": _check_cross_attention,
     "grouped_query_attention": _check_gqa,
     "moe_router": _check_moe_router,
@@ -436,6 +479,12 @@ def _ref_parameter_count(cfg):
     return embeddings + cfg.n_layers * per_layer + d
 
 
+def _ref_padded_loss(logits, ids, pad):
+    targets = ids[:, 1:].masked_fill(pad[:, 1:], -100)  # [B, T - 1]: -100 where the target is padding
+    V = logits.shape[-1]
+    return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V), targets.reshape(-1), ignore_index=-100)
+
+
 def _ref_cross_attention(x, memory, attn):
     B, T, _ = x.shape
     H, D = attn.n_heads, attn.d_head
@@ -486,7 +535,8 @@ def _ref_mean_ablated_block(x, block, ffn_mean):
 REFERENCE = {
     "rope": _ref_rope, "causal_attention": _ref_causal_attention, "rmsnorm": _ref_rmsnorm, "swiglu": _ref_swiglu,
     "post_norm_block": _ref_post_norm_block, "pre_norm_block": _ref_pre_norm_block,
-    "parameter_count": _ref_parameter_count, "cross_attention": _ref_cross_attention,
+    "parameter_count": _ref_parameter_count, "padded_loss": _ref_padded_loss,
+    "cross_attention": _ref_cross_attention,
     "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step, "sampler": _ref_sampler,
     "moe_router": _ref_moe_router,
     "mean_ablated_block": _ref_mean_ablated_block,
