@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 
 from ..errors import TinyTFInputError
 from ..lab.ablation import SUBLAYERS, summarise
-from .common import FONT, OKABE_ITO
+from .common import FONT, OKABE_ITO, SEQUENTIAL
 
 SUBLAYER_NAMES = {"attn": "attention", "ffn": "FFN"}
 MODE_NAMES = {"zero": "zeroed", "mean": "mean-ablated"}
@@ -104,10 +104,76 @@ def lens_figure(readings: dict, baselines: dict | None = None) -> go.Figure:
         fig.add_hline(y=float(value), line_dash=["dash", "dashdot"][n % 2], line_color="#888888", row=1, col=2,
                       annotation_text=f"{name}, {float(value):.2f}", annotation_position="top right")
     title = _title("The logit lens on text-4l, depth by depth",
-                   "the final norm and LM head applied to the stream after each block; one line per group of passages")
+                   "look for: agreement rises and cost falls after every block, most after the last one")
     fig.update_layout(template="plotly_white", font=FONT, height=420, title=title,
                       margin=dict(l=60, r=20, t=110, b=40), legend=dict(orientation="h", y=-0.18))
     return fig
 
 
-__all__ = ["ablation_figure", "lens_figure", "SUBLAYERS"]
+def reach_figure(distances, top_changes, top_byte_change) -> go.Figure:
+    """How far back a changed byte still moves the last position's prediction, against the distance (log x).
+    ``distances``: the distances measured (ints >= 1); ``top_changes``: for each, the share of windows whose top
+    guess changed (0..1); ``top_byte_change``: for each, the median change of the original top byte's
+    log2-probability, in bits. Drawn as given, two panels sharing the x-axis."""
+    rows = [list(distances), list(top_changes), list(top_byte_change)]
+    if not rows[0] or len({len(r) for r in rows}) != 1:
+        raise TinyTFInputError("reach_figure: distances, top_changes and top_byte_change must be non-empty lists "
+                               f"of the same length, got lengths {[len(r) for r in rows]}")
+    if any(not isinstance(d, int) or d < 1 for d in rows[0]):
+        raise TinyTFInputError(f"reach_figure: distances must be ints >= 1 (log axis), got {rows[0]}")
+    if any(not 0 <= v <= 1 for v in rows[1]):
+        raise TinyTFInputError(f"reach_figure: top_changes are shares between 0 and 1, got {rows[1]}")
+    d = rows[0]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1,
+                        subplot_titles=["top guess changes (share of windows)", "top byte: median change (bits)"])
+    fig.add_trace(go.Scatter(x=d, y=rows[1], mode="lines+markers", name="top guess changes",
+                             line=dict(color=OKABE_ITO[0], width=2.2),
+                             hovertemplate="distance %{x}: top guess changes in %{y:.0%} of windows<extra></extra>"),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(x=d, y=rows[2], mode="lines+markers", name="top byte: median change",
+                             line=dict(color=OKABE_ITO[1], width=2.2, dash="dash"),
+                             hovertemplate="distance %{x}: median change %{y:.2f} bits<extra></extra>"), row=2, col=1)
+    fig.update_xaxes(type="log", tickvals=d, ticktext=[str(v) for v in d], row=1, col=1)
+    fig.update_xaxes(type="log", tickvals=d, ticktext=[str(v) for v in d], title="distance before the last position (bytes, log scale)",
+                     row=2, col=1)
+    fig.update_yaxes(range=[0, 1.05], tickformat=".0%", row=1, col=1)
+    fig.update_yaxes(rangemode="tozero", title="bits", row=2, col=1)
+    title = _title("How far back a changed byte reaches the last prediction",
+                   "look for: both measures near zero from about 8 bytes back")
+    fig.update_layout(template="plotly_white", font=FONT, height=520, title=title, showlegend=False,
+                      margin=dict(l=60, r=20, t=110, b=50))
+    return fig
+
+
+def induction_map_figure(weights, period: int, label: str = "") -> go.Figure:
+    """One head's attention on a sequence whose second part repeats its first ``period`` positions: the
+    queries of the second copy (rows, positions ``period``..T-1) against every key (columns), as given, with
+    the diagonal key = query - period + 1 drawn over it: the key right after the earlier occurrence of the
+    query's byte, where an induction head puts its weight. ``weights``: [T, T] (rows sum to 1)."""
+    w = weights.detach().cpu().double() if hasattr(weights, "detach") else None
+    if w is None or w.dim() != 2 or w.shape[0] != w.shape[1]:
+        raise TinyTFInputError("induction_map_figure: weights must be one head's [T, T] attention weights, got "
+                               f"{getattr(weights, 'shape', type(weights).__name__)}")
+    T = w.shape[0]
+    if not isinstance(period, int) or not 1 <= period < T:
+        raise TinyTFInputError(f"induction_map_figure: period must be an int in 1..{T - 1}, got {period!r}")
+    queries = list(range(period, T))
+    z = w[period:].float().numpy()  # [T - period, T]: the second copy's queries, every key (a typed array)
+    top = max(float(w[period:].max()), 1e-6)  # the colour scale ends at the largest weight shown
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(T)), y=queries, coloraxis="coloraxis",
+                               hovertemplate="query %{y}, key %{x}: weight %{z:.2f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[q - period + 1 for q in queries], y=queries, mode="lines",
+                             line=dict(color=OKABE_ITO[5], width=2, dash="dot"),
+                             name=f"key i − {period - 1}: where an induction head looks",
+                             hovertemplate=f"query %{{y}}: key %{{x}} (i − {period - 1})<extra></extra>"))
+    fig.update_xaxes(title="key position", range=[-0.5, T - 0.5])
+    fig.update_yaxes(title="query position (second copy)", autorange="reversed")
+    title = _title(f"Attention of {label} on a repeated passage" if label else "Attention on a repeated passage",
+                   f"look for: an induction head would make the dotted diagonal (key i − {period - 1}) bright")
+    fig.update_layout(template="plotly_white", font=FONT, height=520, title=title,
+                      coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=top, colorbar=dict(title="weight", len=0.7)),
+                      margin=dict(l=60, r=20, t=110, b=50), legend=dict(orientation="h", y=-0.15))
+    return fig
+
+
+__all__ = ["ablation_figure", "lens_figure", "reach_figure", "induction_map_figure", "SUBLAYERS"]

@@ -1,0 +1,45 @@
+"""tinytf.viz.ablation's chapter 12 figures for 12.6 and 12.7: they draw the given numbers as they are, mark the
+induction diagonal where an induction head would look, and reject bad input with a clear error."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tinytf.errors import TinyTFInputError
+from tinytf.viz.ablation import induction_map_figure, reach_figure
+
+
+def test_reach_figure_draws_the_values_on_a_log_axis():
+    fig = reach_figure([1, 2, 4, 8], [0.73, 0.59, 0.23, 0.06], [2.45, 1.17, 0.14, 0.04])
+    flips, top = fig.data
+    assert list(flips.x) == [1, 2, 4, 8] and list(flips.y) == [0.73, 0.59, 0.23, 0.06]
+    assert list(top.y) == [2.45, 1.17, 0.14, 0.04]
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis2.type == "log"
+    assert fig.layout.width is None  # responsive: the page decides the width (phones)
+
+
+@pytest.mark.parametrize("args", [([], [], []), ([1, 2], [0.5], [0.1, 0.2]), ([0, 2], [0.1, 0.2], [0.1, 0.2]),
+                                  ([1, 2], [0.5, 1.5], [0.1, 0.2])])
+def test_reach_figure_rejects_bad_input(args):
+    with pytest.raises(TinyTFInputError, match="reach_figure"):
+        reach_figure(*args)
+
+
+def test_induction_map_marks_i_minus_period_plus_one():
+    T, period = 8, 4
+    w = torch.zeros(T, T)
+    for q in range(T):
+        w[q, max(q - period + 1, 0) if q >= period else q] = 1.0  # a perfect induction head on the second copy
+    fig = induction_map_figure(w, period, label="block 0 head 1")
+    heat, diag = fig.data
+    assert list(heat.y) == [4, 5, 6, 7] and len(heat.z) == 4 and len(heat.z[0]) == T
+    assert list(diag.x) == [1, 2, 3, 4] and list(diag.y) == [4, 5, 6, 7]
+    assert all(heat.z[r][k] == 1.0 for r, k in zip(range(4), diag.x))  # the head's weight lies on the mark
+    assert "block 0 head 1" in fig.layout.title.text and fig.layout.width is None
+
+
+def test_induction_map_rejects_bad_input():
+    with pytest.raises(TinyTFInputError, match="weights"):
+        induction_map_figure(torch.zeros(2, 4, 4), 2)
+    with pytest.raises(TinyTFInputError, match="period"):
+        induction_map_figure(torch.zeros(4, 4), 4)
