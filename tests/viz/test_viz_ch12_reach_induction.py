@@ -43,3 +43,17 @@ def test_induction_map_rejects_bad_input():
         induction_map_figure(torch.zeros(2, 4, 4), 2)
     with pytest.raises(TinyTFInputError, match="period"):
         induction_map_figure(torch.zeros(4, 4), 4)
+
+
+def test_reach_figure_labels_only_distances_far_enough_apart():
+    # on a log axis 127 and 128 sit on top of each other: only one of them gets a label, every point is still drawn
+    d = [1, 2, 4, 8, 16, 32, 64, 127, 128]
+    fig = reach_figure(d, [0.5] * len(d), [0.1] * len(d))
+    assert list(fig.data[0].x) == d
+    assert list(fig.layout.xaxis2.tickvals) == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert [str(v) for v in fig.layout.xaxis2.tickvals] == list(fig.layout.xaxis2.ticktext)
+
+
+def test_induction_map_shows_only_the_second_copy_first_query_on_top():
+    fig = induction_map_figure(torch.full((8, 8), 1 / 8), 4)
+    assert tuple(fig.layout.yaxis.range) == (7.5, 3.5)  # reversed, and no tick below the last query's row

@@ -124,6 +124,11 @@ def reach_figure(distances, top_changes, top_byte_change) -> go.Figure:
     if any(not 0 <= v <= 1 for v in rows[1]):
         raise TinyTFInputError(f"reach_figure: top_changes are shares between 0 and 1, got {rows[1]}")
     d = rows[0]
+    ticks = []  # label only distances at least 1.5 times apart, so that neighbours such as 127 and 128 do not overlap
+    for v in sorted(d, reverse=True):
+        if not ticks or v * 1.5 <= ticks[-1]:
+            ticks.append(v)
+    ticks.reverse()
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         subplot_titles=["top guess changes (share of windows)", "top byte: median change (bits)"])
     fig.add_trace(go.Scatter(x=d, y=rows[1], mode="lines+markers", name="top guess changes",
@@ -133,8 +138,8 @@ def reach_figure(distances, top_changes, top_byte_change) -> go.Figure:
     fig.add_trace(go.Scatter(x=d, y=rows[2], mode="lines+markers", name="top byte: median change",
                              line=dict(color=OKABE_ITO[1], width=2.2, dash="dash"),
                              hovertemplate="distance %{x}: median change %{y:.2f} bits<extra></extra>"), row=2, col=1)
-    fig.update_xaxes(type="log", tickvals=d, ticktext=[str(v) for v in d], row=1, col=1)
-    fig.update_xaxes(type="log", tickvals=d, ticktext=[str(v) for v in d], title="distance before the last position (bytes, log scale)",
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[str(v) for v in ticks], row=1, col=1)
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[str(v) for v in ticks], title="distance before the last position (bytes, log scale)",
                      row=2, col=1)
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%", row=1, col=1)
     fig.update_yaxes(rangemode="tozero", title="bits", row=2, col=1)
@@ -167,7 +172,7 @@ def induction_map_figure(weights, period: int, label: str = "") -> go.Figure:
                              name=f"key i − {period - 1}: where an induction head looks",
                              hovertemplate=f"query %{{y}}: key %{{x}} (i − {period - 1})<extra></extra>"))
     fig.update_xaxes(title="key position", range=[-0.5, T - 0.5])
-    fig.update_yaxes(title="query position (second copy)", autorange="reversed")
+    fig.update_yaxes(title="query position (second copy)", range=[T - 0.5, period - 0.5])  # reversed: the first query on top; no tick below the last row
     title = _title(f"Attention of {label} on a repeated passage" if label else "Attention on a repeated passage",
                    f"look for: an induction head would make the dotted diagonal (key i − {period - 1}) bright")
     fig.update_layout(template="plotly_white", font=FONT, height=520, title=title,
