@@ -104,7 +104,8 @@ def lens_figure(readings: dict, baselines: dict | None = None) -> go.Figure:
         fig.add_hline(y=float(value), line_dash=["dash", "dashdot"][n % 2], line_color="#888888", row=1, col=2,
                       annotation_text=f"{name}, {float(value):.2f}", annotation_position="top right")
     title = _title("The logit lens on text-4l, depth by depth",
-                   "look for: agreement rises and cost falls after every block, most after the last one")
+                   "look for: agreement rises and cost falls after every block, the cost most after block 0 "
+                   "(after the last block the lens is the model's own output)")
     fig.update_layout(template="plotly_white", font=FONT, height=420, title=title,
                       margin=dict(l=60, r=20, t=110, b=40), legend=dict(orientation="h", y=-0.18))
     return fig
