@@ -240,23 +240,31 @@ def layer_profile(cfg: TinyConfig, *, seeds=(0, 1, 2), init_std: float | None = 
                 exact_runs.append(exact)
                 gap = max(gap, _relative_gap(runs[-1].grad_norm + runs[-1].activation_rms,
                                              exact.grad_norm + exact.activation_rms))
-    _MEASURED[key] = LayerProfile(
-        label=label or describe(cfg),
+    _MEASURED[key] = profile_from_runs(label or describe(cfg), cfg, 0.02 if init_std is None else init_std, seeds,
+                                       runs, exact_runs, gap if check_precision else float("nan"))
+    return _copy(_MEASURED[key], label or describe(cfg))
+
+
+def profile_from_runs(label, cfg, init_std, seeds, runs, exact_runs, precision_gap) -> LayerProfile:
+    """One LayerProfile from the per-seed ``measure_layers`` runs (and their float64 twins, possibly none):
+    each per-block series is combined over the seeds by its geometric mean, the token similarities by their
+    arithmetic mean. Shared by ``layer_profile`` (random stacks) and ``trained_gradients.trained_profile``."""
+    return LayerProfile(
+        label=label,
         config=cfg,
-        init_std=0.02 if init_std is None else init_std,
+        init_std=init_std,
         seeds=tuple(seeds),
         activation_rms=_geometric_mean([r.activation_rms for r in runs]),
         grad_norm=_geometric_mean([r.grad_norm for r in runs]),
         token_similarity=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in runs))],
         per_seed=runs,
-        precision_gap=gap if check_precision else float("nan"),
+        precision_gap=precision_gap,
         grad_norm_float64=_geometric_mean([r.grad_norm for r in exact_runs]) if exact_runs else [],
         activation_rms_float64=_geometric_mean([r.activation_rms for r in exact_runs]) if exact_runs else [],
         token_similarity_float64=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in exact_runs))],
         per_seed_float64=exact_runs,
         grad_norm_without_norms=_geometric_mean([r.grad_norm_without_norms for r in runs]),
     )
-    return _copy(_MEASURED[key], label or describe(cfg))
 
 
 def _relative_gap(values, reference) -> float:

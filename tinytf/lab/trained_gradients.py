@@ -22,7 +22,7 @@ import torch
 
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer
-from .experiments import LayerProfile, _geometric_mean, _relative_gap, measure_layers, one_thread
+from .experiments import LayerProfile, _relative_gap, measure_layers, one_thread, profile_from_runs
 from .textdata import random_windows
 
 
@@ -63,19 +63,5 @@ def trained_profile(model: TinyTransformer, data, *, seeds=(0, 1, 2), batch: int
                                              exact.grad_norm + exact.activation_rms))
     finally:
         model.train(was_training)
-    return LayerProfile(
-        label=label or f"{cfg.n_layers} blocks, own weights, real text",
-        config=cfg,
-        init_std=math.nan,
-        seeds=tuple(seeds),
-        activation_rms=_geometric_mean([r.activation_rms for r in runs]),
-        grad_norm=_geometric_mean([r.grad_norm for r in runs]),
-        token_similarity=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in runs))],
-        per_seed=runs,
-        precision_gap=gap,
-        grad_norm_float64=_geometric_mean([r.grad_norm for r in exact_runs]),
-        activation_rms_float64=_geometric_mean([r.activation_rms for r in exact_runs]),
-        token_similarity_float64=[sum(col) / len(col) for col in zip(*(r.token_similarity for r in exact_runs))],
-        per_seed_float64=exact_runs,
-        grad_norm_without_norms=_geometric_mean([r.grad_norm_without_norms for r in runs]),
-    )
+    return profile_from_runs(label or f"{cfg.n_layers} blocks, own weights, real text", cfg, math.nan, seeds,
+                             runs, exact_runs, gap)
