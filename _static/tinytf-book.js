@@ -67,6 +67,16 @@ function tinytfWord(english) {
       side.setAttribute("role", "complementary");
       side.setAttribute("aria-label", tinytfWord("Book contents"));
     }
+    // The sidebar's toggle that opens a chapter's sub-pages (its lab notes) is an icon only (axe-core:
+    // summary-name): give it a name that says what it opens.
+    document.querySelectorAll(".bd-sidebar-primary li.has-children > details > summary").forEach(function (el) {
+      if ((el.textContent || "").trim()) { return; }
+      var link = el.closest("li").querySelector(":scope > a");
+      var s = document.createElement("span");
+      s.className = "visually-hidden";
+      s.textContent = tinytfWord("Show sub-pages") + (link ? ": " + (link.textContent || "").trim() : "");
+      el.appendChild(s);
+    });
     // sphinxcontrib-bibtex's list of references: role="list" whose items say role="doc-biblioentry" (axe-core:
     // aria-required-children); each entry is a list item.
     document.querySelectorAll('.citation-list[role="list"] > [role="doc-biblioentry"]').forEach(function (el) {

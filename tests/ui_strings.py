@@ -32,7 +32,7 @@ UI_STRINGS = {
     "repository": r"Source repository|Repository",
 }
 # what the book's own script (_static/tinytf-book.js) adds to a page once it has run: only in a browser
-SCRIPT_STRINGS = {"the book's scripts": r"Book contents|Launch in Binder|Open in Colab|row|item"}
+SCRIPT_STRINGS = {"the book's scripts": r"Book contents|Show sub-pages|Launch in Binder|Open in Colab|row|item"}
 PATTERNS = {name: re.compile(rf"(?:{rx})") for name, rx in UI_STRINGS.items()}
 SCRIPT_PATTERNS = {name: re.compile(rf"(?:{rx})") for name, rx in SCRIPT_STRINGS.items()}
 ATTRIBUTES = ("placeholder", "aria-label", "title", "alt", "data-bs-title")

@@ -15,6 +15,9 @@ from tinytf.book import SETUP_CELL, SETUP_TAGS
 CHAPTERS = [name for name in toc_docnames() if name.startswith("chapters/")]
 # numbered chapters are notebooks; the reference pages (glossary, api) are markdown
 NOTEBOOKS = [name for name in CHAPTERS if re.match(r"chapters/\d+_", name)]
+# each chapter has a companion page of lab notes (the deeper measurements), listed under it in _toc.yml
+NOTES = [name for name in NOTEBOOKS if name.endswith("_notes")]
+LESSONS = [name for name in NOTEBOOKS if name not in NOTES]
 
 # A reference to another host inside an output: a URL in src/href/url(), an @import, or a
 # known CDN host name anywhere. (Plain links in prose are fine: a link is not a load.)
@@ -31,6 +34,7 @@ CDN_HOSTS = re.compile(
     re.I,
 )
 TITLE = re.compile(r"^#\s+(\d+)\.\s+\S")
+NOTES_TITLE = re.compile(r"^#\s+Chapter (\d+) lab notes\b")
 DETAILS = re.compile(r"<details>\s*<summary>.*?</summary>.*?</details>", re.S | re.I)
 
 
@@ -65,6 +69,8 @@ def test_toc_lists_the_chapters_of_the_brief():
         "04_feed_forward", "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer",
         "08_encoder_decoder", "09_2017_to_2026", "10_frontier_block", "11_generation_kv_cache", "12_misconceptions",
         "glossary", "bibliography", "api")]
+    expected = [page for name in expected for page in (name, f"{name}_notes") if re.match(r"chapters/\d+_", name)
+                or page == name]
     if build_toc_overridden():
         pytest.skip("TINYTF_BOOK_TOC is set: checking another table of contents")
     assert CHAPTERS == expected
@@ -105,14 +111,20 @@ def test_markdown_title_follows_the_setup_cell(name):
     nb = load(name)
     assert len(nb.cells) > 1 and nb.cells[1].cell_type == "markdown", f"{name}: cell 2 must be markdown"
     first_line = nb.cells[1].source.strip().splitlines()[0]
-    match = TITLE.match(first_line)
-    assert match, f"{name}: cell 2 must start with '# N. Title', found {first_line!r}"
+    if name in NOTES:
+        match = NOTES_TITLE.match(first_line)
+        assert match, f"{name}: cell 2 must start with '# Chapter N lab notes', found {first_line!r}"
+        assert re.search(rf"\]\({name.split('/')[-1].removesuffix('_notes')}\.ipynb\)", nb.cells[1].source), (
+            f"{name}: the notes' opening paragraph must link back to their chapter")
+    else:
+        match = TITLE.match(first_line)
+        assert match, f"{name}: cell 2 must start with '# N. Title', found {first_line!r}"
     prefix = name.split("/")[-1].split("_")[0]
     if prefix.isdigit():
         assert int(match.group(1)) == int(prefix), f"{name}: title number {match.group(1)} != file number {prefix}"
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.parametrize("name", LESSONS)
 def test_the_introductions_chapter_map_uses_the_chapters_title(name):
     """intro.md's chapter map names each chapter by the title its page shows (no drift between the two)."""
     nb = load(name)
@@ -195,7 +207,7 @@ def test_widget_outputs_carry_a_static_note(name):
                     f"{name} cell {i}: widget output without a text/html note pointing to Binder/Colab")
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.parametrize("name", LESSONS)
 def test_exercises_have_hidden_solutions(name):
     nb = load(name)
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
@@ -356,6 +368,7 @@ ISSUE_11_CHAPTERS = [n for n in NOTEBOOKS if n.split("/")[-1] in (
     "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer", "08_encoder_decoder",
     "09_2017_to_2026", "11_generation_kv_cache", "12_misconceptions")]
 IMPLEMENT_CHAPTERS = [n for n in ISSUE_11_CHAPTERS if not n.endswith("12_misconceptions")]
+VOICE_PAGES = ISSUE_11_CHAPTERS + NOTES  # the book's voice holds on the lab-notes pages too
 SOURCE_REFERENCES = re.compile(r"seed 00\d|source (?:page|material)", re.I)
 
 
@@ -363,7 +376,7 @@ def _tags(cell):
     return set(cell.metadata.get("tags", []))
 
 
-@pytest.mark.parametrize("name", ISSUE_11_CHAPTERS)
+@pytest.mark.parametrize("name", VOICE_PAGES)
 def test_no_references_to_source_pages(name):
     """Readers never see the pages the book was written from: no "seed 001", "source material" in its text
     (markdown, code shown to readers, printed outputs)."""
@@ -442,7 +455,7 @@ def _top_level_asserts(source: str):
     return [line for line in source.splitlines() if line.startswith("assert ")]
 
 
-@pytest.mark.parametrize("name", ISSUE_11_CHAPTERS)
+@pytest.mark.parametrize("name", VOICE_PAGES)
 def test_asserts_are_not_in_the_middle_of_a_lesson(name):
     """Checks that guard the book's correctness live in collapsed cells (remove-input / hide-input)."""
     nb = load(name)
@@ -452,7 +465,7 @@ def test_asserts_are_not_in_the_middle_of_a_lesson(name):
     assert not visible, f"{name}: asserts in cells shown to readers: {visible}"
 
 
-@pytest.mark.parametrize("name", ISSUE_11_CHAPTERS)
+@pytest.mark.parametrize("name", VOICE_PAGES)
 def test_no_test_harness_talk(name):
     """The teaching text does not talk about the book's test machinery."""
     nb = load(name)
