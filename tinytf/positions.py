@@ -73,7 +73,7 @@ class NoPositions(nn.Module):
 
 def rotate_half(x):
     """[x1, x2] -> [-x2, x1] on the last dimension: the half-split pairing of GPT-NeoX and Hugging Face's Llama
-    (Meta's original Llama code and RoFormer pair adjacent features instead; see section 1.7)."""
+    (Meta's original Llama code and RoFormer pair adjacent features instead; see the chapter 1 lab notes)."""
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
 

@@ -46,7 +46,7 @@ def test_bad_input():
         tv_distance(torch.ones(3), torch.ones(4))
 
 
-# the untrained measurements of section 1.4 and exercise 3: relative_change, over_seeds, sentence_gap,
+# the untrained measurements of section 1.4 and exercise 1 of the chapter 1 lab notes: relative_change, over_seeds, sentence_gap,
 # sentence_changes
 from tinytf.lab.order_pairs import (median_range, over_seeds, relative_change, sentence_changes,  # noqa: E402
                                     sentence_gap)

@@ -9,7 +9,7 @@ without positions gives the last position the same output for both, so its next-
 The distance is the total-variation distance 1/2 sum_i |p_i - r_i|: 0 for the same prediction, 1 when the two
 predictions share nothing.
 
-The untrained measurements of section 1.4 and its exercise 3 use the rest of this module:
+The untrained measurements of section 1.4 and exercise 1 of the chapter 1 lab notes use the rest of this module:
 ``relative_change`` (the section's one yardstick, ||new - old|| / ||old||), ``over_seeds`` (a measurement
 repeated on seeds 1 to 10, printed as 'median [min to max]'), ``sentence_gap`` (how much a fresh one-block
 model's next-token scores differ between two sentences) and ``sentence_changes`` (the same difference followed
