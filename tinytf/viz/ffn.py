@@ -131,7 +131,7 @@ def ffn_expansion(model, ids=None, layer: int = 0, labels=None, near: float = NE
 
 
 def _sparsity_bars(sparsity: dict, near: float, near_rms, k: int, left_w: float, bar_top: float, bar_max=1.25):
-    """The bar chart under ffn_expansion's heatmaps: per hidden tensor, the share of units exactly 0 and near 0,
+    """The bar chart under ffn_expansion's heatmaps: per hidden tensor, the share of its values (token x unit) exactly 0 and near 0,
     on axes x{k}/y{k} below the heatmaps (up to ``bar_top`` of the figure's height). Returns (traces, axes)."""
     labels_s = list(sparsity)
     near_label = f"|v| < {near:g}" if near_rms is None else f"|v| < {near_rms:g}·RMS of its tensor"
@@ -144,7 +144,7 @@ def _sparsity_bars(sparsity: dict, near: float, near_rms, k: int, left_w: float,
                          hovertemplate=f"%{{y}}<br>{what}: %{{x:.1%}}<extra></extra>"))
     axes = {f"xaxis{k}": dict(domain=[0.3, left_w], anchor=f"y{k}", range=[0, bar_max], tickformat=".0%",
                               tickvals=[v for v in (0, 0.5, 1) if v <= bar_max], fixedrange=True,
-                              title=dict(text="share of hidden units", font=dict(size=11))),
+                              title=dict(text="share of hidden values", font=dict(size=11))),
             f"yaxis{k}": dict(domain=[0, bar_top], anchor=f"x{k}", fixedrange=True,
                               autorange="reversed", tickfont=dict(size=10), type="category")}
     return data, axes
