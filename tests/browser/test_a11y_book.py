@@ -315,8 +315,8 @@ def test_interrupted_animation_raises_no_error(book_server, browser):
     """Plotly.animate rejects the promise of a step that a newer step interrupts (fast keys, Play then
     Pause, a colour-mode redraw during a step): the controls must treat that as expected, not leave an
     unhandled rejection. Four steps asked for in one tick interrupt one another every time."""
-    page, errors, _, _ = book_browser.open_page(browser, book_url("chapters/02_causal_self_attention.html"))
-    try:
+    page, errors, _, _ = book_browser.open_page(browser, book_url("chapters/02_causal_self_attention_notes.html"))
+    try:  # the temperature animation of chapter 2's lab notes
         book_browser.settle(page)
         shown = page.evaluate("""() => { const r = document.querySelector('.tinytf-anim-controls input[type=range]');
             for (const v of [1, 2, 3, 0]) { r.value = String(v); r.dispatchEvent(new Event('input')); }

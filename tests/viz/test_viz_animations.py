@@ -99,7 +99,8 @@ def test_animated_figures_in_the_book():
                     animated[nb.stem] = animated.get(nb.stem, 0) + 1
     assert sum(animated.values()) >= 6, animated
     for stem in ("01_tokens_embeddings_positions", "02_causal_self_attention", "05_residuals_pre_post_norm",
-                 "09_2017_to_2026"):
-        src = (root / "chapters" / f"{stem}.ipynb").read_text(encoding="utf-8")
+                 "09_2017_to_2026"):  # the chapter's page or its lab notes (chapter 2's temperature animation)
+        src = "".join((root / "chapters" / f"{name}.ipynb").read_text(encoding="utf-8")
+                      for name in (stem, f"{stem}_notes"))
         assert "tinytf.viz.animations import" in src, stem
     torch.set_num_threads(torch.get_num_threads())
