@@ -87,3 +87,16 @@ def test_score_table_on_the_text_model():
     assert untrained["previous"]["previous"] < 0.3  # random weights: close to uniform
     table = heads.format_score_table(rows)
     assert table.count("*") == 3 and len(table.splitlines()) == len(rows) + 1
+
+
+def test_byte_match_score():
+    from tinytf.lab.heads import byte_match_score
+
+    # "abab": query 2 ('a') has one key after an earlier 'a' (key 1), query 3 ('b') one (key 2): score 1
+    assert byte_match_score([0, 1, 0, 1], 2) == 1.0
+    # "aaaa" repeated: query i has i keys after an earlier 'a' (1..i): (1/2 + 1/3) / 2
+    assert byte_match_score([7, 7, 7, 7], 2) == pytest.approx((1 / 2 + 1 / 3) / 2)
+    with pytest.raises(tinytf.TinyTFInputError, match="period"):
+        byte_match_score([1, 2, 3], 3)
+    with pytest.raises(tinytf.TinyTFInputError, match="repeat"):
+        byte_match_score([1, 2, 3, 4], 2)

@@ -64,3 +64,20 @@ def test_format_means_prints_what_it_printed_before_using_spread():
             per = {f"x{k}": (2 + scale * torch.randn(n, generator=gen, dtype=torch.float64)).abs()
                    for k in range(3)}
             assert wb.format_means(per) == _format_means_before_spread(per)
+
+
+def test_paired_stats_sign_test_and_quartiles():
+    from tinytf.lab.window_bits import paired_stats
+
+    ref = torch.zeros(4)
+    r = paired_stats(torch.tensor([1.0, 2.0, 3.0, 0.0]), ref)
+    assert r["worse"] == 3 and r["d"].dtype == torch.float64
+    assert r["p"] == pytest.approx(0.25)  # 3 of 3 changed windows worse: 2 * (1/2)^3; the unchanged one left out
+    assert (r["q1"], r["q3"]) == pytest.approx((0.75, 2.25))
+    assert paired_stats(torch.tensor([1.0, -1.0]), torch.zeros(2))["p"] == 1.0  # an even split: capped at 1
+    all_worse = paired_stats(torch.ones(32), torch.zeros(32))
+    assert all_worse["p"] == pytest.approx(2 / 2**32)
+    with pytest.raises(tinytf.TinyTFInputError, match="paired_stats"):
+        paired_stats(torch.zeros(3), torch.zeros(4))
+    with pytest.raises(tinytf.TinyTFInputError, match="paired_stats"):
+        paired_stats(torch.zeros(0), torch.zeros(0))

@@ -216,6 +216,17 @@ def window_bits(model, inputs, targets, ablation: Ablation | None = None, batch_
 
 
 @torch.no_grad()
+def next_byte_bits(model, x) -> torch.Tensor:
+    """[B, T-1] float32: entry j is the cost in bits of byte j + 1 of each row of ``x`` ([B, T] ids), predicted by
+    the intact model from bytes 0..j."""
+    x = torch.as_tensor(x)
+    if x.dim() != 2 or x.shape[1] < 2:
+        raise TinyTFInputError(f"next_byte_bits: need [B, T] ids with T >= 2, got shape {list(x.shape)}")
+    logits = model(x)
+    return F.cross_entropy(logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none") / math.log(2)
+
+
+@torch.no_grad()
 def intact_logprobs(model, inputs, batch_size: int = 32) -> torch.Tensor:
     """[n, T, V] float64: the intact model's next-token log-probabilities on ``inputs`` ([n, T] ids), the
     reference of ``window_kl`` and ``window_scores``."""
@@ -311,6 +322,31 @@ def summarise(bits: dict, groups: int) -> dict:
             raise TinyTFInputError(f"summarise: {len(b)} windows do not split into {groups} equal groups")
         out[label] = {"mean": float(b.mean()), "groups": b.view(groups, -1).mean(-1).tolist()}
     return out
+
+
+def format_table(summary: dict, kl: dict, labels, legend: bool = False) -> str:
+    """Plain text, one row per label of ``summarise`` output ``summary``: bits per byte over all windows and per
+    quarter, the range of the quarters, and for labels in ``kl`` (a ``summarise`` of the KL divergences) the cost
+    against ``summary["intact"]`` and the mean KL [lowest, highest quarter]; ``legend`` explains the columns.
+    Starts with an empty line."""
+    missing = [label for label in labels if label not in summary]
+    if "intact" not in summary or missing:
+        raise TinyTFInputError(f"format_table: no summary for {missing or ['intact']}; have {sorted(summary)}")
+    intact = summary["intact"]["mean"]
+    lines = ["", f"{'removed':22} {'all 256':>7}   {'quarters 0–3':^23}   {'range':>5}   {'cost':>5}   "
+                 f"{'KL [quarters]':>17}"]
+    for label in labels:
+        s = summary[label]
+        quarters_ = " ".join(f"{v:5.2f}" for v in s["groups"])
+        row = f"{label:22} {s['mean']:7.2f}   {quarters_}   {max(s['groups']) - min(s['groups']):5.2f}"
+        if label in kl:
+            k = kl[label]
+            row += f"   {s['mean'] - intact:+5.2f}   {k['mean']:5.2f} [{min(k['groups']):.2f}, {max(k['groups']):.2f}]"
+        lines.append(row)
+    if legend:
+        lines.append("range: highest minus lowest quarter; cost: all 256 minus intact (bits per byte);\n"
+                     "KL: KL(intact ‖ removed) in bits, mean over all 256 [lowest, highest quarter]")
+    return "\n".join(lines)
 
 
 def load_results(path=None) -> dict:

@@ -128,6 +128,21 @@ def format_score_table(rows: list, digits: int = 2) -> str:
     return "\n".join(lines)
 
 
+def byte_match_score(ids, period: int) -> float:
+    """The ``induction_score`` of a head that matches only the current byte: on a sequence whose second part
+    repeats its first ``period`` ids, each query i >= period spreads its weight evenly over every key j <= i
+    right after an earlier occurrence of its own id (x[j - 1] == x[i]; i - period + 1 is one of them). The
+    level an induction head must beat on text that repeats bytes within the passage."""
+    x = [int(v) for v in ids]
+    if not isinstance(period, int) or not 1 <= period < len(x):
+        raise TinyTFInputError(f"byte_match_score: period must be an int in 1..{len(x) - 1}, got {period!r}")
+    after = [[j for j in range(1, i + 1) if x[j - 1] == x[i]] for i in range(period, len(x))]
+    if not all(after):
+        raise TinyTFInputError("byte_match_score: the second part must repeat the first (a query's id never "
+                               "occurred before it)")
+    return sum(1 / len(keys) for keys in after) / len(after)
+
+
 def induction_score(weights, period: int) -> torch.Tensor:
     """[H]: on a sequence whose second part repeats its first ``period`` positions (ids[i] = ids[i - period]),
     the mean weight a query i >= period puts on key i - period + 1, the position just after the earlier

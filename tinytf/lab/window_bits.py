@@ -7,6 +7,7 @@ their mean and standard error say whether a difference of a few thousandths of a
     a = bits_per_window(model_a, val, 64, 128)   # [64] bits per byte, one per window
     b = bits_per_window(model_b, val, 64, 128)
     d = paired_difference(b, a)                  # Spread of b - a over windows; d.mean, d.sem
+    print(paired_table({"b": paired_stats(b, a)}))  # median, IQR, mean, windows worse, sign test p
 """
 from __future__ import annotations
 
@@ -45,6 +46,22 @@ def paired_difference(b: torch.Tensor, a: torch.Tensor) -> Spread:
         raise TinyTFInputError(f"paired_difference: need two 1-D tensors of the same length, got "
                                f"{list(a.shape)} and {list(b.shape)}")
     return spread(b - a)
+
+
+def paired_stats(b: torch.Tensor, ref: torch.Tensor) -> dict:
+    """A paired comparison of ``b`` against ``ref``, window by window, in the form ``paired_table`` prints:
+    ``d`` the [n] float64 differences b - ref, ``q1``/``q3`` their quartiles, ``worse`` the windows where b is
+    higher, and ``p`` the two-sided sign test's p: the chance of a split between worse and better windows at least
+    this uneven if both were equally likely (windows with no change left out)."""
+    b, ref = torch.as_tensor(b), torch.as_tensor(ref)
+    if b.shape != ref.shape or b.dim() != 1 or not len(b):
+        raise TinyTFInputError(f"paired_stats: need two non-empty 1-D tensors of the same length, got "
+                               f"{list(b.shape)} and {list(ref.shape)}")
+    d = (b - ref).double()  # [n]: one paired difference per window
+    q1, q3 = torch.quantile(d, torch.tensor([0.25, 0.75], dtype=d.dtype)).tolist()
+    n, worse = int((d != 0).sum()), int((d > 0).sum())  # windows that changed, windows made worse
+    p = min(1.0, 2 * sum(math.comb(n, k) for k in range(max(worse, n - worse), n + 1)) / 2**n)
+    return dict(d=d, q1=q1, q3=q3, worse=worse, p=p)
 
 
 def format_means(per_window: dict, name_width: int = 33) -> str:
