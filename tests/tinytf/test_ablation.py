@@ -210,18 +210,18 @@ def test_format_table_and_next_byte_bits():
 
     import torch.nn.functional as F
 
-    from tinytf.lab.ablation import format_table, next_byte_bits
+    from tinytf.lab.ablation import format_ablation_table, next_byte_bits
 
     summary = {"intact": {"mean": 2.0, "groups": [1.9, 2.0, 2.0, 2.1]},
                "ffn zero": {"mean": 5.0, "groups": [4.5, 5.0, 5.0, 5.5]}}
     kl = {"ffn zero": {"mean": 3.0, "groups": [2.5, 3.0, 3.0, 3.5]}}
-    lines = format_table(summary, kl, ["intact", "ffn zero"], legend=True).split("\n")
+    lines = format_ablation_table(summary, kl, ["intact", "ffn zero"], legend=True).split("\n")
     assert lines[0] == "" and lines[1].startswith("removed")
     assert lines[2].split() == ["intact", "2.00", "1.90", "2.00", "2.00", "2.10", "0.20"]  # no KL row: no cost
     assert lines[3].split()[-4:] == ["+3.00", "3.00", "[2.50,", "3.50]"]
     assert lines[4].startswith("range:") and lines[5].startswith("KL:")
-    with pytest.raises(tinytf.TinyTFInputError, match="format_table"):
-        format_table(summary, kl, ["attn zero"])
+    with pytest.raises(tinytf.TinyTFInputError, match="format_ablation_table"):
+        format_ablation_table(summary, kl, ["attn zero"])
 
     torch.manual_seed(0)
     model = tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=1, d_model=32, n_heads=2)).eval()

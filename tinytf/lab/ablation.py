@@ -324,14 +324,14 @@ def summarise(bits: dict, groups: int) -> dict:
     return out
 
 
-def format_table(summary: dict, kl: dict, labels, legend: bool = False) -> str:
+def format_ablation_table(summary: dict, kl: dict, labels, legend: bool = False) -> str:
     """Plain text, one row per label of ``summarise`` output ``summary``: bits per byte over all windows and per
     quarter, the range of the quarters, and for labels in ``kl`` (a ``summarise`` of the KL divergences) the cost
     against ``summary["intact"]`` and the mean KL [lowest, highest quarter]; ``legend`` explains the columns.
     Starts with an empty line."""
     missing = [label for label in labels if label not in summary]
     if "intact" not in summary or missing:
-        raise TinyTFInputError(f"format_table: no summary for {missing or ['intact']}; have {sorted(summary)}")
+        raise TinyTFInputError(f"format_ablation_table: no summary for {missing or ['intact']}; have {sorted(summary)}")
     intact = summary["intact"]["mean"]
     lines = ["", f"{'removed':22} {'all 256':>7}   {'quarters 0–3':^23}   {'range':>5}   {'cost':>5}   "
                  f"{'KL [quarters]':>17}"]
