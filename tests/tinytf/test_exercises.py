@@ -102,6 +102,22 @@ def test_block_wiring_mistakes():
     assert not E.check("pre_norm_block", no_second_residual)
 
 
+def test_sandwich_block_needs_both_norms_of_each_sublayer():
+    assert E.check("sandwich_block", E.REFERENCE["sandwich_block"])
+
+    def no_output_norm(x, block):  # pre-norm wiring with the sandwich's input norms only
+        u = x + block.attn(block.norm1.pre(x))
+        return u + block.ffn(block.norm2.pre(u))
+
+    def pre_and_post_swapped(x, block):
+        u = x + block.norm1.pre(block.attn(block.norm1.post(x)))
+        return u + block.norm2.pre(block.ffn(block.norm2.post(u)))
+
+    assert not E.check("sandwich_block", no_output_norm)
+    assert not E.check("sandwich_block", pre_and_post_swapped)
+    assert not E.check("sandwich_block", E.REFERENCE["pre_norm_block"])  # a sandwich block's norm1 is a pair
+
+
 def test_parameter_count_names_the_configs_that_differ():
     def no_gqa_no_tying(c):
         return 2 * c.vocab_size * c.d_model + c.n_layers * (4 * c.d_model ** 2 + 3 * c.d_model * c.d_ff + 2 * c.d_model) + c.d_model

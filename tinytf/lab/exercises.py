@@ -61,6 +61,9 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "U = norm1(x + attn(x)); out = norm2(U + ffn(U)), with block.norm1, block.attn, block.norm2, block.ffn"),
     Exercise("pre_norm_block", 6, "pre_norm_block(x, block)", "[B, T, C]",
              "U = x + attn(norm1(x)); out = U + ffn(norm2(U)), with block.norm1, block.attn, block.norm2, block.ffn"),
+    Exercise("sandwich_block", 6, "sandwich_block(x, block)", "[B, T, C]",
+             "U = x + norm1.post(attn(norm1.pre(x))); out = U + norm2.post(ffn(norm2.pre(U))), with block.norm1.pre, "
+             "block.norm1.post, block.attn, block.norm2.pre, block.norm2.post, block.ffn"),
     Exercise("parameter_count", 7, "parameter_count(cfg)", "an int",
              "use cfg.vocab_size, d_model, n_layers, n_heads, kv_heads, d_head, d_ff, tie_embeddings; "
              "RMSNorm, SwiGLU, RoPE, no biases"),
@@ -423,6 +426,7 @@ _CHECKS = {
     "swiglu": _check_swiglu,
     "post_norm_block": lambda n, f, t: _check_block(n, f, t, "post"),
     "pre_norm_block": lambda n, f, t: _check_block(n, f, t, "pre"),
+    "sandwich_block": lambda n, f, t: _check_block(n, f, t, "sandwich"),
     "parameter_count": _check_parameter_count,
     "padded_loss": _check_padded_loss,
     "cross_attention": _check_cross_attention,
@@ -470,6 +474,11 @@ def _ref_post_norm_block(x, block):
 def _ref_pre_norm_block(x, block):
     u = x + block.attn(block.norm1(x))
     return u + block.ffn(block.norm2(u))
+
+
+def _ref_sandwich_block(x, block):
+    u = x + block.norm1.post(block.attn(block.norm1.pre(x)))
+    return u + block.norm2.post(block.ffn(block.norm2.pre(u)))
 
 
 def _ref_parameter_count(cfg):
@@ -535,6 +544,7 @@ def _ref_mean_ablated_block(x, block, ffn_mean):
 REFERENCE = {
     "rope": _ref_rope, "causal_attention": _ref_causal_attention, "rmsnorm": _ref_rmsnorm, "swiglu": _ref_swiglu,
     "post_norm_block": _ref_post_norm_block, "pre_norm_block": _ref_pre_norm_block,
+    "sandwich_block": _ref_sandwich_block,
     "parameter_count": _ref_parameter_count, "padded_loss": _ref_padded_loss,
     "cross_attention": _ref_cross_attention,
     "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step, "sampler": _ref_sampler,
