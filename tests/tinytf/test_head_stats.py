@@ -161,3 +161,28 @@ def test_stratified_sem_counts_only_the_spread_within_each_group():
         hs.stratified_sem([1.0, 2.0], [4])
     s = hs.anti_diagonal_summary(tinytf.pretrained.untrained("reversal-2l"), n_samples=18)  # 2 per length
     assert len(s["heads_se"][0]) == len(s["heads"][0]) and len(s["mean_se"]) == len(s["mean"])
+
+
+def test_ablation_table_counts_and_bad_input():
+    name = "induction-2l"
+    model = tinytf.pretrained(name)
+    examples = [tinytf.pretrained.sample_input(name, seed=s, length=10) for s in (1, 2, 3)]
+
+    def zero(z):
+        return torch.zeros_like(z)
+
+    table = hs.ablation_table(model, examples, {"as trained": {}, "block 0 zeroed": {"blocks.0.attn.z": zero}})
+    lines = table.splitlines()
+    assert len(lines) == 2 + 2 + 1 and lines[2].startswith("as trained") and lines[3].startswith("block 0 zeroed")
+    s = hs.induction_summary(model, name, n_samples=3)  # the same model, examples and counting
+    assert f"{s['correct']:>4} of {s['total']}" in lines[2]
+    assert f"{s['induction'].mean:14.2f}" in lines[2]
+    assert lines[-1] == f"a random pick among the first copy's 10 letters: about {27 / 10:.0f} of 27 right"
+    for bad in ({}, [("as trained", {})]):
+        with pytest.raises(ValueError):
+            hs.ablation_table(model, examples, bad)
+    with pytest.raises(ValueError):
+        hs.ablation_table(model, [], {"as trained": {}})
+    mixed = examples[:1] + [tinytf.pretrained.sample_input(name, seed=4, length=8)]
+    with pytest.raises(ValueError, match="same length"):
+        hs.ablation_table(model, mixed, {"as trained": {}})

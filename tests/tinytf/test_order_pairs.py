@@ -112,3 +112,25 @@ def test_bad_input_to_the_untrained_measurements():
         sentence_gap("rope", "dog bites man.", "cat bites man.")
     with pytest.raises(tinytf.TinyTFInputError):
         sentence_changes(tinytf.TinyTransformer(tinytf.TinyConfig(n_layers=2)), show_table=False)
+
+
+def test_unrelated_input_change_draws_under_its_seed_and_keeps_the_callers_stream():
+    import torch
+    from tinytf.lab.order_pairs import relative_change, unrelated_input_change
+
+    layer = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    torch.manual_seed(7)
+    expected_next = torch.rand(1)
+    torch.manual_seed(7)
+    value = unrelated_input_change(layer, x, seed=3)
+    assert torch.equal(torch.rand(1), expected_next)  # the caller's stream is restored
+    torch.manual_seed(3)
+    other = torch.randn(2, 4)
+    with torch.no_grad():
+        assert value == pytest.approx(relative_change(layer(other), layer(x)))
+    assert unrelated_input_change(layer, x, seed=4) != value  # another seed, another input
+    with pytest.raises(ValueError):
+        unrelated_input_change(layer, [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError):
+        unrelated_input_change(layer, x, seed=1.5)

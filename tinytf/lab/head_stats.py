@@ -200,6 +200,44 @@ def seen_in_training(name: str = "induction-2l", n_samples: int = 100, first_see
 
 
 @torch.no_grad()
+def ablation_table(model, examples, patches: dict) -> str:
+    """Chapter 2's ablation table of a two-block, one-head induction ``model``: for each ``{label: patches}``
+    entry (``patches`` as in ``model.run_with_trace(ids, patches=...)``; ``{}`` for the model as trained), run
+    all ``examples`` (``tinytf.pretrained.sample_input`` results of one length) in one batch and print block 1's
+    mean weight on the induction cells, how many predictable next letters the top prediction gets right, and
+    how many top predictions are letters of the example's first copy. The last line is the score of a random
+    pick among the first copy's letters."""
+    examples = list(examples)
+    if not examples:
+        raise TinyTFInputError("ablation_table: no examples")
+    if not isinstance(patches, dict) or not patches:
+        raise TinyTFInputError("ablation_table: patches must be a non-empty dict {label: patches}, "
+                               f"got {patches!r}")
+    lengths = {len(e.ids) for e in examples}
+    if len(lengths) != 1:
+        raise TinyTFInputError(f"ablation_table: the examples must all have the same length, got {sorted(lengths)}")
+    ids = torch.stack([e.ids for e in examples])  # [N, T]
+    target = torch.stack([e.target for e in examples])  # -1 where nothing predicts the letter
+    known = target >= 0
+    n_letters = (ids.shape[1] - 1) // 2  # <bos> and two copies
+    first_copies = ids[:, 1:1 + n_letters]  # each example's letters
+    q_cells, k_cells = zip(*examples[0].cells)  # the induction cells: (query, key) pairs, the same in every example
+    total = int(known.sum())
+    lines = [f"{'':22} {'block 1 weight':>14} {'right next':>11} {'top guess in':>13}",
+             f"{'':22} {'on induction':>14} {'letters':>11} {'first copy':>13}"]
+    for label, patch in patches.items():
+        logits, trace = model.run_with_trace(ids, patches=patch)
+        on_ind = trace["blocks.1.attn.weights"][:, 0, list(q_cells), list(k_cells)].mean()
+        guess = logits.argmax(-1)
+        right = ((guess == target) & known).sum()
+        in_first = torch.stack([torch.isin(g, f) for g, f in zip(guess, first_copies)])[known].sum()
+        lines.append(f"{label:22} {on_ind:14.2f} {int(right):>4} of {total} {int(in_first):>6} of {total}")
+    lines.append(f"a random pick among the first copy's {n_letters} letters: "
+                 f"about {total / n_letters:.0f} of {total} right")
+    return "\n".join(lines)
+
+
+@torch.no_grad()
 def score_tables(model, windows) -> list:
     """``tinytf.heads.score_table`` on each window of byte ids (``windows``: [N, T] long, or a list of 1-D id
     tensors), then, per (layer, head), the mean and spread over windows of each pattern's score.

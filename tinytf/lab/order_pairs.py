@@ -10,7 +10,8 @@ The distance is the total-variation distance 1/2 sum_i |p_i - r_i|: 0 for the sa
 predictions share nothing.
 
 The untrained measurements of section 1.4 and exercise 1 of the chapter 1 lab notes use the rest of this module:
-``relative_change`` (the section's one yardstick, ||new - old|| / ||old||), ``over_seeds`` (a measurement
+``relative_change`` (the section's one yardstick, ||new - old|| / ||old||), ``unrelated_input_change``
+(the same for an unrelated random input, for scale), ``over_seeds`` (a measurement
 repeated on seeds 1 to 10, printed as 'median [min to max]'), ``sentence_gap`` (how much a fresh one-block
 model's next-token scores differ between two sentences) and ``sentence_changes`` (the same difference followed
 step by step through the block).
@@ -72,6 +73,21 @@ def relative_change(new: torch.Tensor, old: torch.Tensor) -> float:
     if old_norm == 0:
         raise TinyTFInputError("relative_change: the reference tensor `old` is all zeros")
     return float((new - old).norm() / old_norm)
+
+
+def unrelated_input_change(layer, x: torch.Tensor, seed: int = 100) -> float:
+    """For scale: ``relative_change`` of ``layer``'s output when ``x`` is replaced by an unrelated random input
+    of the same shape, drawn from N(0, 1) after ``torch.manual_seed(seed)``. The caller's random stream is
+    restored afterwards."""
+    if not torch.is_tensor(x):
+        raise TinyTFInputError(f"unrelated_input_change: x must be a tensor, got {type(x).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TinyTFInputError(f"unrelated_input_change: seed must be an int, got {seed!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            out, out_other = layer(x), layer(torch.randn(x.shape))
+    return relative_change(out_other, out)
 
 
 def median_range(values, fmt: str = ".3g") -> str:
