@@ -145,7 +145,7 @@ def reach_figure(distances, top_changes, top_byte_change) -> go.Figure:
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%", row=1, col=1)
     fig.update_yaxes(rangemode="tozero", title="bits", row=2, col=1)
     title = _title("How far back a changed byte reaches the last prediction",
-                   "look for: both measures near zero from about 8 bytes back")
+                   "look for: both measures near zero from about 16 bytes back")
     fig.update_layout(template="plotly_white", font=FONT, height=520, title=title, showlegend=False,
                       margin=dict(l=60, r=20, t=110, b=50))
     return fig
