@@ -135,3 +135,9 @@ def test_meta_model_skips_initialisation_and_restores_it():
     assert nn.init.normal_ is before
     w = tinytf.TinyTransformer(cfg).blocks[0].attn.q_proj.weight
     assert 0.01 < float(w.detach().std()) < 0.03  # a real model is still initialised (std 0.02)
+
+
+def test_llama3_8b_carries_its_released_rope_base():
+    # Llama 3's released rope_theta is 500,000; it adds no parameter, so the count above is unchanged
+    assert LLAMA3_8B.rope_theta == 500_000
+    assert count_parameters(LLAMA3_8B.replace(rope_theta=10_000.0)) == count_parameters(LLAMA3_8B)

@@ -15,7 +15,8 @@ from ..moe import Experts
 from .hf import config_from_hf
 
 LLAMA3_8B = TinyConfig(vocab_size=128256, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336,
-                       norm="rms", ffn="swiglu", pos="rope", bias=False, tie_embeddings=False, max_seq_len=8192)
+                       norm="rms", ffn="swiglu", pos="rope", bias=False, tie_embeddings=False, max_seq_len=8192,
+                       rope_theta=500_000.0)
 GPT2_SMALL = TinyConfig(vocab_size=50257, d_model=768, n_layers=12, n_heads=12, d_ff=3072, norm="layer",
                         ffn="gelu", pos="learned", max_seq_len=1024, bias=True, tie_embeddings=True)
 
