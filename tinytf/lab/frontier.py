@@ -12,6 +12,7 @@ The chapter's tables, laid out as plain text (the cells compute, these only form
 
     format_cache_ranking(orders)                the three smallest KV caches at each context length
     format_attention_variants(rows)             cache and attention parameters of attention variants of one model
+    attention_parameter_split(cfg)              one layer's attention parameters: queries, keys and values, output
     format_update_rms(updates, streams, x_rms)  RMS of each sublayer's update and of the final stream, per placement
     format_lr_sweep(sweep)                      the learning-rate sweep: largest absolute logit and late loss per seed
 """
@@ -118,6 +119,32 @@ def format_attention_variants(rows: dict, title: str = "DeepSeek-V3 attention") 
     lines += [f"{name:22} {values:>12,} {format_bytes(per_token):>11} {format_bytes(at_128k):>15} {params:>21,}"
               for name, (values, per_token, at_128k, params) in rows.items()]
     return "\n".join(lines)
+
+
+_QUERY_PARTS = ("q_proj", "q_down", "q_norm", "q_up")
+_KV_PARTS = ("k_proj", "v_proj", "k_norm", "kv_down", "kv_norm", "kv_up")
+
+
+def attention_parameter_split(cfg: TinyConfig) -> dict:
+    """One layer's attention parameters by role, counted on a meta-device block (no memory):
+    ``{"queries": ..., "keys and values": ..., "output": ...}``, plus ``"other"`` when the attention has
+    parameters of neither kind (e.g. sink logits). Works for plain, grouped-query and latent (MLA) attention:
+    for MLA, "queries" is the low-rank query path (down-projection, its norm, up-projection) and "keys and
+    values" the latent path (down-projection to the latent and the shared RoPE key, its norm, up-projection).
+    The parts sum to ``exact_layer_params(cfg)["attention"]``."""
+    if not isinstance(cfg, TinyConfig):
+        raise TinyTFInputError(f"attention_parameter_split: expected a TinyConfig, got {type(cfg).__name__}")
+    from .parameters import _skip_init
+    from ..blocks import DecoderBlock
+    with torch.device("meta"), _skip_init():
+        attn = DecoderBlock(cfg).attn
+    split = {"queries": 0, "keys and values": 0, "output": 0}
+    for name, p in attn.named_parameters():
+        part = name.split(".")[0]
+        role = ("queries" if part in _QUERY_PARTS else "keys and values" if part in _KV_PARTS
+                else "output" if part == "o_proj" else "other")
+        split[role] = split.get(role, 0) + p.numel()
+    return split
 
 
 def format_lr_sweep(sweep: dict) -> str:
