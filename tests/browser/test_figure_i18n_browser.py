@@ -102,7 +102,7 @@ def test_chinese_figures_and_panel(zh_page, browser):
         page.wait_for_function(f"({FIGURES})().filter(f => f.svg && f.desc).length === 2", timeout=20_000)
         step, attention = page.evaluate(FIGURES)[:2]
         assert step["caption"].startswith("1/15 · 块输入 H"), step
-        assert step["play"] == "▶ 播放" and step["prev"] == "上一步" and step["label"] == "步", step
+        assert step["play"] == "▶ 播放" and step["prev"] == "上一步" and step["label"] == "步骤", step
         assert step["readout"].startswith("第 1/15 步："), step
         assert step["summary"] == "描述此图" and step["desc"].startswith("共 15 步的动画"), step
         assert attention["caption"].startswith("块 0 的因果自注意力"), attention
