@@ -24,10 +24,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..blocks import DecoderBlock
 from ..config import TinyConfig
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer
 from .cache_memory import format_bytes
+from .parameters import _skip_init
 from .prefill_decode import two_digits
 from .tasks import InductionTask
 from .train import decoder_loss, num_threads
@@ -134,8 +136,6 @@ def attention_parameter_split(cfg: TinyConfig) -> dict:
     The parts sum to ``exact_layer_params(cfg)["attention"]``."""
     if not isinstance(cfg, TinyConfig):
         raise TinyTFInputError(f"attention_parameter_split: expected a TinyConfig, got {type(cfg).__name__}")
-    from .parameters import _skip_init
-    from ..blocks import DecoderBlock
     with torch.device("meta"), _skip_init():
         attn = DecoderBlock(cfg).attn
     split = {"queries": 0, "keys and values": 0, "output": 0}
