@@ -233,3 +233,21 @@ def test_format_table_and_next_byte_bits():
     assert torch.allclose(bits[0, 3], ref)
     with pytest.raises(tinytf.TinyTFInputError, match="next_byte_bits"):
         next_byte_bits(model, torch.zeros(5, dtype=torch.long))
+
+
+def test_format_cost_table():
+    from tinytf.lab.ablation import format_cost_table
+
+    summary = {"intact": {"mean": 2.0, "groups": [1.9, 2.1]}, "ffn zero": {"mean": 5.25},
+               "bigram baseline": {"mean": 3.5}}
+    lines = format_cost_table(summary, ["intact", "ffn zero", "bigram baseline"]).split("\n")
+    assert lines[0] == "" and lines[1].split() == ["variant", "bits", "per", "byte", "change"]
+    assert lines[2].split() == ["intact", "2.00"]  # the reference: no change printed
+    assert lines[3].split() == ["ffn", "zero", "5.25", "+3.25"]
+    assert lines[4].split() == ["bigram", "baseline", "3.50", "+1.50"]
+    assert all(len(line) <= 80 for line in lines)
+    assert format_cost_table(summary, ["ffn zero"], reference="bigram baseline").split("\n")[2].split()[-1] == "+1.75"
+    with pytest.raises(ValueError, match="format_cost_table"):
+        format_cost_table(summary, ["attn zero"])
+    with pytest.raises(ValueError, match="format_cost_table"):
+        format_cost_table(summary, ["ffn zero"], reference="unigram baseline")

@@ -349,6 +349,22 @@ def format_ablation_table(summary: dict, kl: dict, labels, legend: bool = False)
     return "\n".join(lines)
 
 
+def format_cost_table(summary: dict, labels, reference: str = "intact") -> str:
+    """Plain text, the slim form of ``format_ablation_table``: one row per label of ``summarise`` output
+    ``summary`` (a ``{"mean": ...}`` entry is enough), its bits per byte over all windows and the change against
+    ``summary[reference]`` (positive: worse than the reference). Starts with an empty line."""
+    missing = [label for label in [reference, *labels] if label not in summary]
+    if missing:
+        raise TinyTFInputError(f"format_cost_table: no summary for {missing}; have {sorted(summary)}")
+    base = summary[reference]["mean"]
+    lines = ["", f"{'variant':22} {'bits per byte':>13} {'change':>8}"]
+    for label in labels:
+        mean = summary[label]["mean"]
+        change = "" if label == reference else f"{mean - base:+8.2f}"
+        lines.append(f"{label:22} {mean:13.2f} {change:>8}".rstrip())
+    return "\n".join(lines)
+
+
 def load_results(path=None) -> dict:
     """The ablation results shipped with the package (scripts/measure_ablation.py wrote them): ``"bits"``
     {label: [256] per-window bits per byte of text-4l on its held-out windows, for 29 conditions}, ``"kl"``
