@@ -141,3 +141,25 @@ def test_llama3_8b_carries_its_released_rope_base():
     # Llama 3's released rope_theta is 500,000; it adds no parameter, so the count above is unchanged
     assert LLAMA3_8B.rope_theta == 500_000
     assert count_parameters(LLAMA3_8B.replace(rope_theta=10_000.0)) == count_parameters(LLAMA3_8B)
+
+
+def test_side_by_side_matches_each_table_and_fails_loudly():
+    from tinytf.lab.parameters import format_side_by_side
+    from tinytf.models import Encoder
+
+    four = TinyConfig(n_layers=4)
+    encdec = tinytf.EncoderDecoder(TinyConfig(n_layers=2))
+    text = format_side_by_side({"encoder only": Encoder(four), "decoder only": tinytf.TinyTransformer(four),
+                                "encoder-decoder": encdec})
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    row = {line.split("  ")[0].strip(): line for line in lines[3:]}
+    assert row["per layer: cross-attention"].split()[-4:] == ["-", "-", "-", "65,536"]
+    assert row["LM head"].split()[-4:] == ["0", "32,768", "-", "32,768"]
+    assert row["total"].split()[-3:] == ["1,082,496", "1,115,264", f"{sum(p.numel() for p in encdec.parameters()):,}"]
+    with pytest.raises(ValueError):
+        format_side_by_side({})
+    with pytest.raises(ValueError):
+        format_side_by_side({"a title that is too long": tinytf.TinyTransformer()})
+    with pytest.raises(ValueError):
+        format_side_by_side({"not a model": 3})

@@ -96,6 +96,60 @@ def format_table(rows, title: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _side_label(label: str) -> str:
+    """'encoder per layer: FFN' -> 'per layer: FFN'; 'x 4 layers' -> 'all layers'; 'LM head (tied: ...)' -> 'LM head'."""
+    for pre in ("encoder ", "decoder "):
+        if label.startswith(pre):
+            label = label[len(pre):]
+    if label.startswith("x ") and label.endswith(" layers"):
+        return "all layers"
+    return "LM head" if label.startswith("LM head") else label.replace(" (Q/K/V/O)", "")
+
+
+def format_side_by_side(models: dict) -> str:
+    """One plain-text table of ``parameter_table`` for several models, a column per model, rows matched by
+    component ("-" where a model has none). An encoder-decoder gets two columns, its encoder and its decoder
+    stack (the LM head counted with the decoder), under one title, and its total is centred below both.
+    ``models`` maps a column title (1 to 12 characters; up to 25 for an encoder-decoder) to a model."""
+    if not isinstance(models, dict) or not models:
+        raise ValueError("format_side_by_side: models must be a non-empty dict {title: model}")
+    for title, model in models.items():
+        if not isinstance(model, nn.Module):
+            raise ValueError(f"format_side_by_side: {title!r} is not a model")
+        limit = 25 if isinstance(model, EncoderDecoder) else 12
+        if not isinstance(title, str) or not 0 < len(title) <= limit:
+            raise ValueError(f"format_side_by_side: column title {title!r} must be a string of 1 to {limit} "
+                             "characters")
+    w = 13  # width of one number column
+    order = ["embedding", "positions (learned)", "per layer: attention", "per layer: cross-attention",
+             "per layer: FFN", "per layer: norms", "per layer total", "all layers", "final norm", "LM head"]
+    cols, top, sub, bottom = [], [], [], []  # {label: count} per column; title, subtitle and total cells
+    for title, model in models.items():
+        rows = parameter_table(model)
+        encdec = isinstance(model, EncoderDecoder)
+        for stack in (("encoder", "decoder") if encdec else ("",)):
+            col = {}
+            for r in rows[:-1]:
+                if not stack or r.label.startswith(stack + " ") or (stack == "decoder" and r.label.startswith("LM head")):
+                    col[_side_label(r.label)] = r.count
+            cols.append(col)
+            sub.append(f"{stack:>{w}}")
+        span = w * (2 if encdec else 1)
+        top.append(title.center(span - 2).rstrip().rjust(span - 2) + "  " if encdec else f"{title:>{w}}")
+        bottom.append(f"{rows[-1].count:,}".center(span - 2) + "  " if encdec else f"{rows[-1].count:>{w},}")
+    labels = [x for x in order if any(x in c for c in cols)]
+    labels += [x for c in cols for x in c if x not in labels and x not in labels[len(order):]]
+    labels = list(dict.fromkeys(labels))
+    width = max(len(x) for x in labels + ["component"])
+    rule = "-" * (width + w * len(cols))
+    lines = [(" " * width + "".join(top)).rstrip(), (f"{'component':<{width}}" + "".join(sub)).rstrip(), rule]
+    for label in labels:
+        lines.append(f"{label:<{width}}" + "".join(f"{c[label]:>{w},}" if label in c else f"{'-':>{w}}"
+                                                   for c in cols))
+    lines.append(rule)
+    lines.append((f"{'total':<{width}}" + "".join(bottom)).rstrip())
+    return "\n".join(lines)
+
 _INIT_FUNCTIONS = ("normal_", "uniform_", "kaiming_uniform_", "xavier_uniform_", "trunc_normal_", "zeros_", "ones_")
 
 
