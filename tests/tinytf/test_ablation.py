@@ -247,6 +247,9 @@ def test_format_cost_table():
     assert lines[4].split() == ["bigram", "baseline", "3.50", "+1.50"]
     assert all(len(line) <= 80 for line in lines)
     assert format_cost_table(summary, ["ffn zero"], reference="bigram baseline").split("\n")[2].split()[-1] == "+1.75"
+    # the change is the difference of the printed values (2.03, 5.55: +3.52), not of the unrounded ones (+3.51)
+    rounded = {"intact": {"mean": 2.034}, "attn zero": {"mean": 5.546}}
+    assert format_cost_table(rounded, ["intact", "attn zero"]).split("\n")[3].split() == ["attn", "zero", "5.55", "+3.52"]
     with pytest.raises(ValueError, match="format_cost_table"):
         format_cost_table(summary, ["attn zero"])
     with pytest.raises(ValueError, match="format_cost_table"):

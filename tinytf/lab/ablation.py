@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import torch
@@ -352,15 +353,16 @@ def format_ablation_table(summary: dict, kl: dict, labels, legend: bool = False)
 def format_cost_table(summary: dict, labels, reference: str = "intact") -> str:
     """Plain text, the slim form of ``format_ablation_table``: one row per label of ``summarise`` output
     ``summary`` (a ``{"mean": ...}`` entry is enough), its bits per byte over all windows and the change against
-    ``summary[reference]`` (positive: worse than the reference). Starts with an empty line."""
+    ``summary[reference]`` (positive: worse than the reference). The change is the difference of the two printed,
+    rounded values, so a reader's subtraction of the printed columns gives it. Starts with an empty line."""
     missing = [label for label in [reference, *labels] if label not in summary]
     if missing:
         raise TinyTFInputError(f"format_cost_table: no summary for {missing}; have {sorted(summary)}")
-    base = summary[reference]["mean"]
+    base = Decimal(f"{summary[reference]['mean']:.2f}")  # as printed
     lines = ["", f"{'variant':22} {'bits per byte':>13} {'change':>8}"]
     for label in labels:
         mean = summary[label]["mean"]
-        change = "" if label == reference else f"{mean - base:+8.2f}"
+        change = "" if label == reference else f"{Decimal(f'{mean:.2f}') - base:+8.2f}"
         lines.append(f"{label:22} {mean:13.2f} {change:>8}".rstrip())
     return "\n".join(lines)
 
