@@ -137,9 +137,8 @@ def format_side_by_side(models: dict) -> str:
         span = w * (2 if encdec else 1)
         top.append(title.center(span - 2).rstrip().rjust(span - 2) + "  " if encdec else f"{title:>{w}}")
         bottom.append(f"{rows[-1].count:,}".center(span - 2) + "  " if encdec else f"{rows[-1].count:>{w},}")
-    labels = [x for x in order if any(x in c for c in cols)]
-    labels += [x for c in cols for x in c if x not in labels and x not in labels[len(order):]]
-    labels = list(dict.fromkeys(labels))
+    # the known components in book order, then any other component in the order the columns meet it
+    labels = list(dict.fromkeys([x for x in order if any(x in c for c in cols)] + [x for c in cols for x in c]))
     width = max(len(x) for x in labels + ["component"])
     rule = "-" * (width + w * len(cols))
     lines = [(" " * width + "".join(top)).rstrip(), (f"{'component':<{width}}" + "".join(sub)).rstrip(), rule]
@@ -149,6 +148,7 @@ def format_side_by_side(models: dict) -> str:
     lines.append(rule)
     lines.append((f"{'total':<{width}}" + "".join(bottom)).rstrip())
     return "\n".join(lines)
+
 
 _INIT_FUNCTIONS = ("normal_", "uniform_", "kaiming_uniform_", "xavier_uniform_", "trunc_normal_", "zeros_", "ones_")
 
