@@ -63,3 +63,35 @@ def test_bad_input():
         CA.cross_attention_ablation(tinytf.pretrained("reversal-2l"), n_samples=1)
     with pytest.raises(tinytf.TinyTFInputError, match="cross_attention_ablation"):
         CA.format_cross_ablation({"n": 3})
+
+
+def test_cut_accuracy_by_target_splits_the_pooled_count():
+    model = tinytf.pretrained("reversal-2l")
+    split = CA.cut_accuracy_by_target(model, n_samples=N)
+    lengths = [4 + s % 9 for s in range(N)]
+    assert split["eos"][1] == N and split["letters"][1] == sum(lengths)  # one <eos> per string, L letters
+    # the same counts, string by string, the long way: the <eos> target is the last position of each string
+    cut = {f"decoder.blocks.{i}.cross_attn.out": torch.zeros_like for i in range(2)}
+    eos = letters = 0
+    with torch.no_grad():
+        for s, length in enumerate(lengths):
+            x = tinytf.pretrained.sample_input("reversal-2l", seed=1 + s, length=length)
+            ok = model.run_with_patches(x.src[None], x.tgt[None], patches=cut)[0].argmax(-1) == x.target
+            eos += int(ok[-1])
+            letters += int(ok[:-1].sum())
+    assert split == {"eos": (eos, N), "letters": (letters, sum(lengths))}
+    # block 0 alone is the milder cut: more letters stay right
+    assert CA.cut_accuracy_by_target(model, n_samples=N, blocks=[0])["letters"][0] > letters
+
+def test_cut_accuracy_by_target_bad_input():
+    model = tinytf.pretrained("reversal-2l")
+    with pytest.raises(ValueError, match="blocks"):
+        CA.cut_accuracy_by_target(model, n_samples=2, blocks=[2])
+    with pytest.raises(ValueError, match="blocks"):
+        CA.cut_accuracy_by_target(model, n_samples=2, blocks=[])
+    with pytest.raises(ValueError, match="n_samples"):
+        CA.cut_accuracy_by_target(model, n_samples=0)
+    with pytest.raises(ValueError, match="not a reversal"):
+        CA.cut_accuracy_by_target(model, "induction-2l", n_samples=2)
+    with pytest.raises(ValueError, match="EncoderDecoder"):
+        CA.cut_accuracy_by_target(tinytf.pretrained("induction-2l"))

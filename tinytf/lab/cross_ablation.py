@@ -25,6 +25,7 @@ import torch
 from ..errors import TinyTFInputError
 from . import pretrained as P
 from .head_stats import spread, stratified_sem
+from .tasks import EOS
 
 MODES = ("zero", "mean")
 
@@ -88,6 +89,38 @@ def cross_attention_ablation(model, name: str = "reversal-2l", n_samples: int = 
             result[mode][cond] = {"exact": exact, "accuracy": spread(right),
                                   "accuracy_se": stratified_sem(right, lengths)}
     return result
+
+
+@torch.no_grad()
+def cut_accuracy_by_target(model, name: str = "reversal-2l", n_samples: int = 180, first_seed: int = 1,
+                           blocks=None) -> dict:
+    """With the cross-attention output of the decoder ``blocks`` (default: every block) replaced by zeros, count
+    the next tokens that get the top score, separately for the ``<eos>`` targets (one per example, at its end)
+    and the letter targets, on the examples of ``cross_attention_ablation`` (same seeds, same lengths).
+
+    Returns {"eos": (right, total), "letters": (right, total)}: counts pooled over the examples."""
+    if not hasattr(model, "decoder") or not hasattr(model, "run_with_patches"):
+        raise TinyTFInputError(f"cut_accuracy_by_target: expected a tinytf EncoderDecoder, got {type(model).__name__}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise TinyTFInputError(f"cut_accuracy_by_target: n_samples must be an int >= 1, got {n_samples!r}")
+    task = P.info(name).get("task", {})
+    if task.get("name") != "reversal":
+        raise TinyTFInputError(f"cut_accuracy_by_target: {name!r} is not a reversal checkpoint")
+    n_blocks = len(model.decoder.blocks)
+    blocks = list(range(n_blocks)) if blocks is None else list(blocks)
+    if not blocks or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_blocks for i in blocks):
+        raise TinyTFInputError(f"cut_accuracy_by_target: blocks must be decoder blocks 0..{n_blocks - 1}, got {blocks!r}")
+    lo, hi = task["min_length"], task["max_length"]
+    patches = {_site(i): torch.zeros_like for i in blocks}
+    counts = {"eos": [0, 0], "letters": [0, 0]}
+    for s in range(n_samples):
+        x = P.sample_input(name, seed=first_seed + s, length=lo + s % (hi - lo + 1))
+        ok = model.run_with_patches(x.src[None], x.tgt[None], patches=patches)[0].argmax(-1) == x.target  # [L+1]
+        is_eos = x.target == EOS
+        for key, where in (("eos", is_eos), ("letters", ~is_eos)):
+            counts[key][0] += int(ok[where].sum())
+            counts[key][1] += int(where.sum())
+    return {key: tuple(v) for key, v in counts.items()}
 
 
 def format_cross_ablation(result: dict) -> str:
