@@ -34,6 +34,17 @@ def _site(i: int) -> str:
     return f"decoder.blocks.{i}.cross_attn.out"
 
 
+def _reversal_lengths(where: str, model, name: str) -> tuple[int, int]:
+    """Check that ``model`` is a tinytf EncoderDecoder and ``name`` a reversal checkpoint; return its (min, max)
+    string length. Example s of both functions below has length min + s % (max - min + 1)."""
+    if not hasattr(model, "decoder") or not hasattr(model, "run_with_patches"):
+        raise TinyTFInputError(f"{where}: expected a tinytf EncoderDecoder, got {type(model).__name__}")
+    task = P.info(name).get("task", {})
+    if task.get("name") != "reversal":
+        raise TinyTFInputError(f"{where}: {name!r} is not a reversal checkpoint")
+    return task["min_length"], task["max_length"]
+
+
 @torch.no_grad()
 def cross_attention_ablation(model, name: str = "reversal-2l", n_samples: int = 180, first_seed: int = 1) -> dict:
     """Run the encoder-decoder ``model`` on ``n_samples`` examples ``tinytf.pretrained.sample_input(name, seed,
@@ -44,14 +55,9 @@ def cross_attention_ablation(model, name: str = "reversal-2l", n_samples: int = 
     Returns {"conditions": [names], "n": n_samples, "lengths": [L per example], "zero" / "mean": {condition:
     {"exact": number of exact examples, "accuracy": Spread of the per-example share of correct positions,
     "accuracy_se": its standard error stratified by length}}}."""
-    if not hasattr(model, "decoder") or not hasattr(model, "run_with_patches"):
-        raise TinyTFInputError(f"cross_attention_ablation: expected a tinytf EncoderDecoder, got {type(model).__name__}")
+    lo, hi = _reversal_lengths("cross_attention_ablation", model, name)
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
         raise TinyTFInputError(f"cross_attention_ablation: n_samples must be an int >= 2, got {n_samples!r}")
-    task = P.info(name).get("task", {})
-    if task.get("name") != "reversal":
-        raise TinyTFInputError(f"cross_attention_ablation: {name!r} is not a reversal checkpoint")
-    lo, hi = task["min_length"], task["max_length"]
     n_blocks = len(model.decoder.blocks)
     lengths = [lo + s % (hi - lo + 1) for s in range(n_samples)]
     batches = []  # (indices, src [n, L+1], tgt [n, L+1], target [n, L+1]) per length
@@ -99,18 +105,13 @@ def cut_accuracy_by_target(model, name: str = "reversal-2l", n_samples: int = 18
     and the letter targets, on the examples of ``cross_attention_ablation`` (same seeds, same lengths).
 
     Returns {"eos": (right, total), "letters": (right, total)}: counts pooled over the examples."""
-    if not hasattr(model, "decoder") or not hasattr(model, "run_with_patches"):
-        raise TinyTFInputError(f"cut_accuracy_by_target: expected a tinytf EncoderDecoder, got {type(model).__name__}")
+    lo, hi = _reversal_lengths("cut_accuracy_by_target", model, name)
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise TinyTFInputError(f"cut_accuracy_by_target: n_samples must be an int >= 1, got {n_samples!r}")
-    task = P.info(name).get("task", {})
-    if task.get("name") != "reversal":
-        raise TinyTFInputError(f"cut_accuracy_by_target: {name!r} is not a reversal checkpoint")
     n_blocks = len(model.decoder.blocks)
     blocks = list(range(n_blocks)) if blocks is None else list(blocks)
     if not blocks or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_blocks for i in blocks):
         raise TinyTFInputError(f"cut_accuracy_by_target: blocks must be decoder blocks 0..{n_blocks - 1}, got {blocks!r}")
-    lo, hi = task["min_length"], task["max_length"]
     patches = {_site(i): torch.zeros_like for i in blocks}
     counts = {"eos": [0, 0], "letters": [0, 0]}
     for s in range(n_samples):
