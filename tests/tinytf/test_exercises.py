@@ -261,3 +261,31 @@ def test_mean_ablated_block_wrong_answers():
         result = E.check("mean_ablated_block", wrong)
         assert not result and "shape [1, 13, 128] is right" in result.report(), result.report()
     assert "shape [128], expected [1, 13, 128]" in E.check("mean_ablated_block", lambda x, b, m: m).report()
+
+
+def test_logit_lens_wrong_answers():
+    def streams(model, ids, after="resid_post"):
+        _, trace = model.run_with_trace(ids)
+        return [trace["blocks.0.resid_pre"]] + [trace[f"blocks.{i}.{after}"] for i in range(len(model.blocks))]
+
+    def no_final_norm(model, ids, position):  # the LM head on the raw stream: every depth differs
+        return torch.log_softmax(model.lm_head(torch.stack([s[0, position] for s in streams(model, ids)])), -1)
+
+    def after_attention(model, ids, position):  # resid_mid instead of resid_post: only the embeddings match
+        x = torch.stack([s[0, position] for s in streams(model, ids, "resid_mid")])
+        return torch.log_softmax(model.lm_head(model.final_norm(x)), -1)
+
+    def off_by_one(model, ids, position):
+        return E.REFERENCE["logit_lens"](model, ids, position - 1)
+
+    def log_of_softmax(model, ids, position):  # log(softmax) instead of log_softmax: the same probabilities
+        x = torch.stack([s[0, position] for s in streams(model, ids)])
+        return torch.softmax(model.lm_head(model.final_norm(x)), -1).log()
+
+    assert "depths that differ: [0, 1, 2, 3, 4]" in E.check("logit_lens", no_final_norm).report()
+    assert "depths that differ: [1, 2, 3, 4]; depths that match: [0]" in E.check("logit_lens", after_attention).report()
+    wrong = E.check("logit_lens", off_by_one)
+    assert not wrong and "at position 4 of 'Return the number of items.'" in wrong.report()
+    assert E.check("logit_lens", log_of_softmax)
+    no_embedding = E.check("logit_lens", lambda m, ids, p: E.REFERENCE["logit_lens"](m, ids, p)[1:])
+    assert not no_embedding and "shape [4, 256], expected [5, 256]" in no_embedding.report()

@@ -87,6 +87,11 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("mean_ablated_block", 12, "mean_ablated_block(x, block, ffn_mean)", "[B, T, C]",
              "a pre-norm block whose FFN output is replaced by the vector ffn_mean [C] at every position: "
              "U = x + attn(norm1(x)); the residual add still happens"),
+    Exercise("logit_lens", 12, "logit_lens_at(model, ids, position)",
+             "log-probabilities [n_layers + 1, V] of the byte after ids[position], one row per depth",
+             "model.run_with_trace(ids); the streams are trace['blocks.0.resid_pre'] (depth 0) and "
+             "trace[f'blocks.{i}.resid_post'] (depth i + 1); apply model.final_norm, then model.lm_head, "
+             "then log_softmax over the V bytes"),
 )}
 
 
@@ -419,6 +424,32 @@ def _check_mean_ablated_block(name, fn, tol):
     return fail if fail is not None else compare(name, got, ablated["blocks.0.resid_post"], STREAM, tol)
 
 
+_LENS_TEXT = "Return the number of items."  # a docstring sentence, 27 bytes
+_LENS_POSITIONS = (4, 26)  # the 'r' of 'Return' and the last byte
+
+
+def _check_logit_lens(name, fn, tol):
+    from .lens import logit_lens  # the chapter's own function
+    from .pretrained import load
+
+    model = load("text-4l").eval()
+    ids = encode(_LENS_TEXT)
+    want = logit_lens(model, ids)  # [n_layers + 1, T, V]
+    for position in _LENS_POSITIONS:
+        got, fail = _call(name, fn, model, ids, position)
+        if fail is not None:
+            return fail
+        # compared as probabilities: log(softmax) and log_softmax differ by rounding far out in the tail
+        got = got.exp() if isinstance(got, torch.Tensor) else got
+        result = compare(name, got, want[:, position].exp(), ("depth", "byte"), tol, along="depth")
+        if not result:
+            result.details.insert(0, f"at position {position} of {_LENS_TEXT!r} (as probabilities; depth 0 = the "
+                                     "embeddings, depth d = after block d - 1)")
+            return result
+    return CheckResult(name, "passed", f"shape {list(want[:, 0].shape)} at positions {_LENS_POSITIONS[0]} and "
+                                       f"{_LENS_POSITIONS[1]} of text-4l, as probabilities, max error < {tol:.0e}")
+
+
 _CHECKS = {
     "rope": _check_rope,
     "causal_attention": _check_causal_attention,
@@ -435,6 +466,7 @@ _CHECKS = {
     "kv_cache_step": _check_kv_cache_step,
     "sampler": _check_sampler,
     "mean_ablated_block": _check_mean_ablated_block,
+    "logit_lens": _check_logit_lens,
 }
 assert set(_CHECKS) == set(EXERCISES)
 
@@ -541,6 +573,13 @@ def _ref_mean_ablated_block(x, block, ffn_mean):
     return u + ffn_mean  # [C] broadcasts over batch and positions
 
 
+def _ref_logit_lens(model, ids, position):
+    _, trace = model.run_with_trace(ids)
+    streams = [trace["blocks.0.resid_pre"]] + [trace[f"blocks.{i}.resid_post"] for i in range(len(model.blocks))]
+    x = torch.stack([s[0, position] for s in streams])  # [n_layers + 1, C]: the stream at `position`, every depth
+    return torch.log_softmax(model.lm_head(model.final_norm(x)), dim=-1)
+
+
 REFERENCE = {
     "rope": _ref_rope, "causal_attention": _ref_causal_attention, "rmsnorm": _ref_rmsnorm, "swiglu": _ref_swiglu,
     "post_norm_block": _ref_post_norm_block, "pre_norm_block": _ref_pre_norm_block,
@@ -550,4 +589,5 @@ REFERENCE = {
     "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step, "sampler": _ref_sampler,
     "moe_router": _ref_moe_router,
     "mean_ablated_block": _ref_mean_ablated_block,
+    "logit_lens": _ref_logit_lens,
 }
