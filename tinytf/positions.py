@@ -35,8 +35,9 @@ class _Additive(nn.Module):
     def _check(self, end: int):
         if end > self.max_seq_len:
             raise TinyTFInputError(
-                f"sequence reaches position {end}, but this model's {type(self).__name__} covers only "
-                f"max_seq_len={self.max_seq_len} positions; shorten the input or raise max_seq_len"
+                f"sequence needs positions 0 to {end - 1}, but this model's {type(self).__name__} covers only "
+                f"max_seq_len={self.max_seq_len} positions (0 to {self.max_seq_len - 1}); shorten the input or raise "
+                "max_seq_len"
             )
 
 

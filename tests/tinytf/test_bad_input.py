@@ -83,7 +83,7 @@ def test_too_long_for_position_table(pos):
     m = tinytf.TinyTransformer(TinyConfig(pos=pos, max_seq_len=8, n_layers=1))
     assert m(torch.zeros(8, dtype=torch.long)).shape == (8, 256)  # exactly max_seq_len is fine
     name = {"sinusoidal": "SinusoidalPositions", "learned": "LearnedPositions"}[pos]
-    with raises("position 9", name, "max_seq_len=8"):
+    with raises("positions 0 to 8", "(0 to 7)", name, "max_seq_len=8"):
         m(torch.zeros(9, dtype=torch.long))
 
 
@@ -93,7 +93,7 @@ def test_too_long_during_cached_forward(pos):
     cache = m.new_cache()
     m(torch.zeros(6, dtype=torch.long), cache=cache)
     m(torch.zeros(2, dtype=torch.long), cache=cache)  # positions 6, 7: still inside
-    with raises("position 9", "max_seq_len=8"):
+    with raises("positions 0 to 8", "(0 to 7)", "max_seq_len=8"):
         m(torch.zeros(1, dtype=torch.long), cache=cache)  # position 8 does not exist
 
 
@@ -143,8 +143,8 @@ def test_encoder_decoder_needs_source_and_target(encdec):
     (torch.arange(3), torch.tensor([1.0]), ["tgt: got dtype torch.float32"]),
     (torch.arange(3), torch.zeros(1, 1, 2, dtype=torch.long), ["tgt: got shape [1, 1, 2]"]),
     (torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 4, dtype=torch.long), ["src has batch size 2", "tgt has 3"]),
-    (torch.zeros(17, dtype=torch.long), torch.arange(3), ["position 17", "max_seq_len=16"]),
-    (torch.arange(3), torch.zeros(17, dtype=torch.long), ["position 17", "max_seq_len=16"]),
+    (torch.zeros(17, dtype=torch.long), torch.arange(3), ["positions 0 to 16", "max_seq_len=16"]),
+    (torch.arange(3), torch.zeros(17, dtype=torch.long), ["positions 0 to 16", "max_seq_len=16"]),
 ])
 def test_encoder_decoder_bad_inputs(encdec, src, tgt, parts):
     with raises(*parts):

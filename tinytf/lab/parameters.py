@@ -126,6 +126,8 @@ def format_side_by_side(models: dict) -> str:
     cols, top, sub, bottom = [], [], [], []  # {label: count} per column; title, subtitle and total cells
     for title, model in models.items():
         rows = parameter_table(model)
+        if not hasattr(model, "lm_head"):  # an encoder alone has no LM head: its column shows "-", not 0
+            rows = [r for r in rows if not r.label.startswith("LM head")]
         encdec = isinstance(model, EncoderDecoder)
         for stack in (("encoder", "decoder") if encdec else ("",)):
             col = {}
