@@ -31,8 +31,10 @@ from ..models import EncoderDecoder, TinyTransformer
 from ..norms import RMSNorm
 from ..tokens import encode
 from .ablation import MeanAblation
+from .lens import logit_lens
 from .parameters import LLAMA3_8B, count_parameters
 from .precision import below
+from .pretrained import load
 
 TOLERANCE = 1e-5  # max |yours - tinytf| for a pass: float32 rounding, not a different formula
 
@@ -429,9 +431,6 @@ _LENS_POSITIONS = (4, 26)  # the 'r' of 'Return' and the last byte
 
 
 def _check_logit_lens(name, fn, tol):
-    from .lens import logit_lens  # the chapter's own function
-    from .pretrained import load
-
     model = load("text-4l").eval()
     ids = encode(_LENS_TEXT)
     want = logit_lens(model, ids)  # [n_layers + 1, T, V]
