@@ -158,7 +158,7 @@ def cache_memory_table(rows: dict) -> str:
     """Plain text, one row per ``{name: CacheMemory}``: factors, bytes per token, the cache, the same cache
     without GQA (one K/V head per query head) and the saving."""
     head = (f"{'model':<24} {'layers':>6} {'heads':>5} {'K/V heads':>9} {'d_head':>6} {'bytes':>5} "
-            f"{'T':>6} {'per token':>10} {'KV cache':>10} {'if MHA':>10} {'GQA saves':>9}")
+            f"{'S':>6} {'per token':>10} {'KV cache':>10} {'if MHA':>10} {'GQA saves':>9}")
     lines = [head, "-" * len(head)]
     for name, m in rows.items():
         if not isinstance(m, CacheMemory):
