@@ -49,6 +49,16 @@ def test_build_stack_chooses_the_norm():
     assert torch.equal(a.blocks[0].ffn.gate.weight, b.blocks[0].ffn.gate.weight)
 
 
+def test_build_stack_and_depth_profile_take_a_relu_mlp_as_a_control():
+    model = ne.build_stack("none", 2, d_model=32, ffn="relu")
+    assert isinstance(model.blocks[0].ffn, tinytf.MLP) and model.blocks[0].ffn.up.bias is None
+    assert model.blocks[0].ffn.up.out_features == 4 * 32
+    relu = ne.depth_profile("none", n_layers=8, seeds=(0,), init_std=1 / 8, batch=2, seq_len=8, ffn="relu")
+    swiglu = ne.depth_profile("none", n_layers=8, seeds=(0,), init_std=1 / 8, batch=2, seq_len=8)
+    assert relu.first_overflow() is None and swiglu.first_overflow() is not None  # linear vs quadratic growth
+    assert relu.activation_rms[0][7] > 10 * relu.activation_rms[0][0]  # still growing without a norm
+
+
 def test_swap_norms_keeps_gamma_and_changes_only_the_centring():
     model = _model()
     with torch.no_grad():

@@ -86,14 +86,15 @@ def swap_norms(model: nn.Module, to: str) -> nn.Module:
 
 
 def build_stack(norm: str, n_layers: int, seed: int = 0, init_std: float | None = None, d_model: int = 64,
-                n_heads: int = 4) -> TinyTransformer:
+                n_heads: int = 4, ffn: str = "swiglu") -> TinyTransformer:
     """A pre-norm TinyTransformer with ``n_layers`` blocks (SwiGLU with d_ff = 4 d_model, RoPE, no biases) whose
     norms are ``norm``: "rms", "layer" (LayerNorm without beta) or "none" (:class:`NoNorm`). Weights drawn
-    after ``torch.manual_seed(seed)``; ``init_std`` None keeps tinytf's initialisation (std 0.02)."""
+    after ``torch.manual_seed(seed)``; ``init_std`` None keeps tinytf's initialisation (std 0.02). ``ffn`` picks
+    the FFN as in :class:`TinyConfig` ("relu" for a bias-free ReLU MLP of the same d_ff, a control)."""
     if norm not in NORM_CHOICES:
         raise TinyTFInputError(f"norm must be one of {', '.join(map(repr, NORM_CHOICES))}; got {norm!r}")
     cfg = TinyConfig(d_model=d_model, n_heads=n_heads, d_ff=4 * d_model, n_layers=n_layers,
-                     norm="rms" if norm == "none" else norm)
+                     norm="rms" if norm == "none" else norm, ffn=ffn)
     torch.manual_seed(seed)
     model = TinyTransformer(cfg)
     if init_std is not None:
@@ -154,8 +155,8 @@ def _median(values) -> float:
 
 
 def depth_profile(norm: str, n_layers: int = 48, seeds=(0, 1, 2), init_std: float | None = None,
-                  d_model: int = 64, batch: int = 4, seq_len: int = 16) -> DepthProfile:
-    """Measure a freshly built ``build_stack(norm, n_layers, seed, init_std, d_model)`` once per seed: random
+                  d_model: int = 64, batch: int = 4, seq_len: int = 16, ffn: str = "swiglu") -> DepthProfile:
+    """Measure a freshly built ``build_stack(norm, n_layers, seed, init_std, d_model, ffn=ffn)`` once per seed: random
     token ids and next-token targets, with the stream entering block 0 replaced by random vectors of RMS 1 (as
     in chapter 5), one forward and backward pass. Runs on one thread and leaves the caller's random state alone.
     Overflow is measured, not hidden: a stack that overflows float32 reports inf/nan from that block on."""
@@ -166,7 +167,7 @@ def depth_profile(norm: str, n_layers: int = 48, seeds=(0, 1, 2), init_std: floa
     profile = DepthProfile(norm, n_layers, 0.02 if init_std is None else init_std, tuple(seeds))
     with torch.random.fork_rng(), one_thread():
         for seed in seeds:
-            model = build_stack(norm, n_layers, seed, init_std, d_model)
+            model = build_stack(norm, n_layers, seed, init_std, d_model, ffn=ffn)
             torch.manual_seed(10_000 + seed)
             ids = torch.randint(0, model.config.vocab_size, (batch, seq_len))
             targets = torch.randint(0, model.config.vocab_size, (batch, seq_len))
