@@ -289,3 +289,30 @@ def test_logit_lens_wrong_answers():
     assert E.check("logit_lens", log_of_softmax)
     no_embedding = E.check("logit_lens", lambda m, ids, p: E.REFERENCE["logit_lens"](m, ids, p)[1:])
     assert not no_embedding and "shape [4, 256], expected [5, 256]" in no_embedding.report()
+
+
+def test_sink_softmax_mistakes():
+    def plain(scores, sinks):  # no sink at all: every row sums to 1
+        return torch.softmax(scores, -1)
+
+    def sink_kept(scores, sinks):  # the sink's own column left in: one key too many
+        column = sinks[:, None, None].expand(*scores.shape[:-1], 1)
+        return torch.softmax(torch.cat((scores, column), -1), -1)
+
+    def renormalised(scores, sinks):  # dividing by the row's sum undoes the sink
+        w = E.REFERENCE["sink_softmax"](scores, sinks)
+        return w / w.sum(-1, keepdim=True)
+
+    def head_0_sink(scores, sinks):  # one sink for every head
+        return E.REFERENCE["sink_softmax"](scores, sinks[:1].expand_as(sinks))
+
+    def exp_directly(scores, sinks):  # the formula as written: right (the scores are small)
+        e = scores.exp()
+        return e / (sinks[:, None, None].exp() + e.sum(-1, keepdim=True))
+
+    assert "heads that differ: [0, 1, 2, 3]" in E.check("sink_softmax", plain).report()
+    assert "shape [1, 4, 17, 18], expected [1, 4, 17, 17]" in E.check("sink_softmax", sink_kept).report()
+    assert not E.check("sink_softmax", renormalised)
+    assert "heads that differ: [1, 2, 3]; heads that match: [0]" in E.check("sink_softmax", head_0_sink).report()
+    assert E.check("sink_softmax", exp_directly)
+    assert E.check("sink_softmax", lambda s, k: tinytf.lab.recent_blocks.sink_softmax(s, k))

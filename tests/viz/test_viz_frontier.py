@@ -175,3 +175,14 @@ def test_format_update_rms_heads_columns_by_block():
     header = text.splitlines()[0]
     assert header.split()[2:] == ["block", "0", "block", "2", "block", "4", "block", "6"]
     assert "layer" not in text
+
+
+def test_sliding_window_figure_opens_on_the_last_query():
+    fig = fv.sliding_window_figure(LOCAL_GLOBAL, 10)
+    assert fig.layout.sliders[0].active == 9
+    assert fig.layout.title.text == fig.frames[9].layout.title.text and "query position 9" in fig.layout.title.text
+    assert np.array_equal(_z(fig.data[3]), _z(fig.frames[9].data[0]))  # the reach panel shows query 9
+    first = fv.sliding_window_figure(LOCAL_GLOBAL, 10, start=0)
+    assert first.layout.sliders[0].active == 0 and "query position 0" in first.layout.title.text
+    with pytest.raises(TinyTFInputError):
+        fv.sliding_window_figure(LOCAL_GLOBAL, 10, start=10)

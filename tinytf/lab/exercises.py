@@ -35,6 +35,7 @@ from .lens import logit_lens
 from .parameters import LLAMA3_8B, count_parameters
 from .precision import below
 from .pretrained import load
+from .recent_blocks import sink_softmax
 
 TOLERANCE = 1e-5  # max |yours - tinytf| for a pass: float32 rounding, not a different formula
 
@@ -84,6 +85,9 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("moe_router", 10, "top_k_router(logits, k)", "(ids, weights), each [B, T, k]",
              "Mixtral's router: softmax over the E experts, keep the k largest probabilities, divide them by their "
              "sum; ids are the chosen experts (any order)"),
+    Exercise("sink_softmax", 10, "sink_softmax(scores, sinks)", "weights [B, H, T, S], each row summing to less than 1",
+             "gpt-oss's attention sink: head h's logit sinks[h] joins the softmax's denominator but gets no value: "
+             "exp(score) / (exp(sinks[h]) + sum of exp(scores)); masked scores are -inf"),
     Exercise("kv_cache_step", 11, "kv_cache_step(q, k_past, v_past, k_new, v_new)", "z: [B, H, 1, D]",
              "append the new key and value to the past ones, then one query attends to all of them (no mask needed)"),
     Exercise("mean_ablated_block", 12, "mean_ablated_block(x, block, ffn_mean)", "[B, T, C]",
@@ -415,6 +419,16 @@ def _check_moe_router(name, fn, tol):
     return compare(name, dense, want, ("batch", "position", "expert"), tol)
 
 
+def _check_sink_softmax(name, fn, tol):
+    tr = _trace(_nudge(_model(), 0.05), "sinks hold weight")  # scores between about -1 and 1
+    scores = tr["blocks.0.attn.masked_scores"]  # [B, H, T, T], -inf above the diagonal
+    sinks = torch.linspace(-1.0, 3.0, scores.shape[1])  # one logit per head: the sink takes from 2% to 96% of a row
+    got, fail = _call(name, fn, scores, sinks)
+    if fail is not None:
+        return fail
+    return compare(name, got, sink_softmax(scores, sinks), ("batch", "head", "query", "key"), tol, along="head")
+
+
 def _check_mean_ablated_block(name, fn, tol):
     model = _nudge(_model(), 0.05)
     ffn_mean = 0.5 * torch.randn(model.config.d_model) + 0.2  # stands in for the FFN's mean output [C]
@@ -462,6 +476,7 @@ _CHECKS = {
     "cross_attention": _check_cross_attention,
     "grouped_query_attention": _check_gqa,
     "moe_router": _check_moe_router,
+    "sink_softmax": _check_sink_softmax,
     "kv_cache_step": _check_kv_cache_step,
     "sampler": _check_sampler,
     "mean_ablated_block": _check_mean_ablated_block,
@@ -567,6 +582,11 @@ def _ref_moe_router(logits, k):
     return ids, weights / weights.sum(dim=-1, keepdim=True)
 
 
+def _ref_sink_softmax(scores, sinks):
+    sink_column = sinks[:, None, None].expand(*scores.shape[:-1], 1)  # [B, H, T, 1]: head h's sink on every row
+    return torch.softmax(torch.cat((scores, sink_column), dim=-1), dim=-1)[..., :-1]  # drop the sink's share
+
+
 def _ref_mean_ablated_block(x, block, ffn_mean):
     u = x + block.attn(block.norm1(x))
     return u + ffn_mean  # [C] broadcasts over batch and positions
@@ -586,7 +606,7 @@ REFERENCE = {
     "parameter_count": _ref_parameter_count, "padded_loss": _ref_padded_loss,
     "cross_attention": _ref_cross_attention,
     "grouped_query_attention": _ref_gqa, "kv_cache_step": _ref_kv_cache_step, "sampler": _ref_sampler,
-    "moe_router": _ref_moe_router,
+    "moe_router": _ref_moe_router, "sink_softmax": _ref_sink_softmax,
     "mean_ablated_block": _ref_mean_ablated_block,
     "logit_lens": _ref_logit_lens,
 }

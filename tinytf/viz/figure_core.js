@@ -866,9 +866,9 @@ var tinytfCore = (function () {
     rec.el.style.transformOrigin = "0 0";
     rec.box.style.height = Math.ceil(H * k) + "px";
     var P = window.Plotly;
-    // an animated figure on a later step is drawn with that step's frame already merged in, as
+    // an animated figure on another step than its data's is drawn with that step's frame merged in, as
     // Plotly.animate would merge it: one drawing instead of two (the static panel's updates)
-    var onFrame = rec.frames.length && rec.index > 0 && !rec.animateAfterDraw;
+    var onFrame = rec.frames.length && rec.index !== rec.opening && !rec.animateAfterDraw;
     if (onFrame) { mergeFrame(f, rec.steps[rec.index].name); }  // (no slider left to move: adapt took it)
     // a new width is drawn afresh: Plotly.react keeps parts of the old layout (subplot domains laid out for
     // another width), so a figure drawn at phone width and widened would keep its narrow subplots
@@ -878,7 +878,7 @@ var tinytfCore = (function () {
     rec.drawn = true;
     rec.drawnWidth = width;
     return Promise.resolve(done).then(function () {
-      if (rec.frames.length && rec.index > 0 && !onFrame) {
+      if (rec.frames.length && rec.index !== rec.opening && !onFrame) {
         return toFrame(rec, rec.index);
       }
     }).then(function () {
@@ -994,6 +994,8 @@ var tinytfCore = (function () {
     rec.frames.forEach(function (fr) { titles[fr.name] = fr.layout && titleText(fr.layout.title); });
     rec.steps = animSteps(spec);
     rec.duration = frameDuration(spec);
+    var active = spec.layout.sliders && spec.layout.sliders[0] && spec.layout.sliders[0].active;
+    rec.opening = active > 0 && active < rec.steps.length ? active : 0;  // the step the figure's data shows
     rec.frameTitle = function (i) {
       var t = rec.steps.length ? titles[rec.steps[i].name] : null;
       return t || titleText(spec.layout.title);
@@ -1051,7 +1053,8 @@ var tinytfCore = (function () {
     var rec = { id: id, el: el, wrap: wrapper, box: box, caption: caption, desc: desc, details: details,
                 index: 0, playing: false, timer: null };
     setSpec(rec, spec);
-    setCaption(caption, rec.frameTitle(0));
+    rec.index = rec.opening;
+    setCaption(caption, rec.frameTitle(rec.index));
     if (rec.frames.length) { wrapper.appendChild(addControls(rec)); }
     wrapper.appendChild(details);
     el.classList.add("tinytf-drawn");

@@ -71,15 +71,19 @@ def window_masks(model, ids) -> list:
     return out
 
 
-def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms: int = 900):
+def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms: int = 900, start: int = -1):
     """Animated over query positions: each layer's mask (read from the trace; the current query's row outlined)
     and, on the right, which input positions have reached that query after each layer (autograd).
-    ``model_or_cfg``: a TinyTransformer, or a TinyConfig (a model is built with seed 0)."""
+    ``model_or_cfg``: a TinyTransformer, or a TinyConfig (a model is built with seed 0). The figure opens on
+    query ``start`` (default -1: the last query, the one a window cuts off from the far past); Play runs from 0."""
     model, ids = _model_and_ids(model_or_cfg, T, ids)
     cfg = model.config
     masks = window_masks(model, ids)
     reach = gradient_reach(model, ids)
     L, T = len(masks), len(ids)
+    if not -T <= start < T:
+        raise TinyTFInputError(f"start: expected a query position in 0..{T - 1} (or from the end), got {start!r}")
+    start %= T
     labels = [f"{p}: {t}" for p, t in enumerate(token_labels(ids))]
     kinds = [cfg.layer_type(i) for i in range(L)]
     titles = [f"block {i}: {k}" + (f" (window {cfg.sliding_window.size})" if k == "local" else "")
@@ -99,7 +103,7 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
                           colorscale=reach_scale, zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
                           name="reach", hovertemplate="%{y}: input %{x} reaches the query: %{z}<extra></extra>")
 
-    fig.add_trace(reach_trace(0), row=1, col=L + 1)
+    fig.add_trace(reach_trace(start), row=1, col=L + 1)
 
     def shapes(q):
         out = []
@@ -122,9 +126,10 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
     fig.frames = [go.Frame(name=n, data=[reach_trace(q)], traces=[L], layout=dict(shapes=shapes(q),
                                                                                   title=dict(text=title(q))))
                   for q, n in zip(range(T), names)]
-    fig.update_layout(template="plotly_white", font=FONT, height=440, shapes=shapes(0),
-                      title=dict(text=title(0), font=dict(size=13), x=0.01, xanchor="left"),
+    fig.update_layout(template="plotly_white", font=FONT, height=440, shapes=shapes(start),
+                      title=dict(text=title(start), font=dict(size=13), x=0.01, xanchor="left"),
                       margin=dict(l=50, r=20, t=100, b=120), **_controls(names, names, "query position ", frame_ms))
+    fig.layout.sliders[0].active = start  # the slider (and the book's controls) open on that query
     for i in range(L):
         fig.update_yaxes(autorange="reversed", title="query" if i == 0 else None, row=1, col=i + 1, dtick=2)
         fig.update_xaxes(title="key", row=1, col=i + 1, dtick=2)
