@@ -63,7 +63,9 @@ def test_activation_curves_and_slopes():
                                                            atol=1e-6)
     z, y, slope = curves["ReLU (2017 MLP)"]
     assert torch.equal(y, torch.relu(z)) and bool((slope[z < 0] == 0).all()) and bool((slope[z > 0] == 1).all())
-    assert len(activation_figure().data) == 6  # value and slope for each of the three
+    fig = activation_figure()
+    assert len(fig.data) == 6  # value and slope for each of the three
+    assert any(a.text == "SiLU's minimum<br>−0.278 at z = −1.28" for a in fig.layout.annotations)
 
 
 def test_depth_rms_figure_draws_the_median_and_stops_at_the_overflow():

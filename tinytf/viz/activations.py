@@ -51,6 +51,11 @@ def activation_figure(lo: float = -5.0, hi: float = 3.0) -> go.Figure:
                                  showlegend=False,
                                  hovertemplate=f"{name}<br>z %{{x:.2f}}<br>f′(z) %{{y:.4f}}<extra></extra>"),
                       row=1, col=2)
+    z_fine = torch.linspace(-3.0, 0.0, 30001)  # SiLU's minimum, found on a fine grid and marked on the left panel
+    silu_fine = F.silu(z_fine)
+    z_min, y_min = z_fine[silu_fine.argmin()].item(), silu_fine.min().item()
+    fig.add_annotation(x=z_min, y=y_min, row=1, col=1, text=f"SiLU's minimum<br>{y_min:.3f} at z = {z_min:.2f}".replace("-", "−"),
+                       showarrow=True, arrowhead=2, ax=-10, ay=-55, font=dict(size=11))
     for col in (1, 2):
         fig.update_xaxes(title="pre-activation z", zeroline=True, zerolinecolor="#444444", row=1, col=col)
         fig.update_yaxes(zeroline=True, zerolinecolor="#444444", row=1, col=col)
