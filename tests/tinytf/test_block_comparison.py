@@ -405,7 +405,13 @@ def test_cells_summaries_and_tables():
     pairs = bc.pair_table(r, [("A", "B")])
     assert "A vs B" in pairs and pairs.count("+0.50 +1.00 +1.50  (3/3)") == 2 and "W = 16" in pairs
     assert [x["lr"] for x in bc.best_runs(r)["A"]] == [0.01] * 3
-    assert bc._pair_label("2017", "Llama-3-style + MHA") == "2017 vs (Llama-3-style + MHA)"
+    assert bc.pair_label("2017", "Llama-3-style + MHA") == "2017 vs (Llama-3-style + MHA)"
+    signs = bc.sign_table(r, questions=[("(1) A then B", "A", "B"), ("(2) B then A", "B", "A")]).splitlines()
+    assert "W = 16" in signs[0] and signs[0].endswith("best  same sign")
+    assert signs[1].startswith("(1) A vs B") and signs[1].split()[-2:] == ["3/3", "yes"]  # A higher in every seed
+    assert signs[2].startswith("(2) B vs A") and signs[2].split()[-2:] == ["0/3", "yes"]
+    split = bc.sign_table(r, groupings=[("one rate", dict(choice=0.1))], questions=[("(1)", "A", "B")])
+    assert split.splitlines()[1].split()[-2:] == ["0/2", "yes"]  # seed 1 diverged: two pairs left, A lower in both
     assert bc._signed(-0.001, 2) == " 0.00" and bc._signed(-0.23, 2) == "-0.23"
 
 

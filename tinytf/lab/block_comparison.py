@@ -655,7 +655,7 @@ def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) ->
     (warm-up and rate); after each group, in how many seeds b is lower. Seeds where a run diverged are left
     out (and counted in the denominator only if both ran)."""
     choices = [(f"W = {w}", "best", w) for w in warmups_of(results)] + [("each at its best cell", "best", None)]
-    labels = {(a, b): _pair_label(a, b) for a, b in pairs}
+    labels = {(a, b): pair_label(a, b) for a, b in pairs}
     nw = max(len(label) for label in labels.values())
     n_seeds = len(results["settings"]["seeds"])
     cw = n_seeds * (digits + 4) + 10
@@ -672,12 +672,35 @@ def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) ->
     return "\n".join(lines)
 
 
-def _pair_label(a: str, b: str) -> str:
+def pair_label(a: str, b: str) -> str:
     """'a vs b', with a name that contains spaces in brackets: '2017 vs (Llama-3-style + MHA)' (not read as
     arithmetic)."""
     def wrap(name):
         return f"({name})" if " " in name else name
     return f"{wrap(a)} vs {wrap(b)}"
+
+
+# chapter 9's four questions, each a pair (a, b) compared seed by seed as a - b
+QUESTIONS = (("(1) the norm's position", "2017", "2017 + pre-norm"),
+             ("(2) the blocks as wholes", "2017", "Llama-3-style"),
+             ("(3) grouped-query attention", "Llama-3-style + MHA", "Llama-3-style"),
+             ("(4) five swaps + unscaled embeddings", "Llama-3-style", "2017 + pre-norm"))
+
+
+def sign_table(results: dict, groupings=None, questions=QUESTIONS) -> str:
+    """Plain text, one line per question: in how many seeds a - b > 0 (b lower), for each grouping (a label and
+    the ``paired_differences`` keywords; default: each warm-up, then each variant at its best cell), and whether
+    every grouping has the same sign in every seed."""
+    groupings = groupings or [(f"W = {w}", dict(warmup=w)) for w in warmups_of(results)] + [("best", {})]
+    lines = [f"{'a vs b: seeds where a - b > 0 (b lower)':46}" + "".join(f"{g:>8}" for g, _ in groupings)
+             + "  same sign"]
+    for question, a, b in questions:
+        diffs = [[d for _, d in paired_differences(results, a, b, **how)] for _, how in groupings]
+        n = [sum(d > 0 for d in ds) for ds in diffs]
+        same = "yes" if all(k == len(ds) for k, ds in zip(n, diffs)) or not any(n) else "no"
+        lines.append(f"{question[:3] + ' ' + pair_label(a, b):46}"
+                     + "".join(f"{k:>6}/{len(ds)}" for k, ds in zip(n, diffs)) + f"  {same}")
+    return "\n".join(lines)
 
 
 def _signed(d: float, digits: int) -> str:
