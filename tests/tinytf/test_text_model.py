@@ -330,3 +330,25 @@ def test_last_quarter_of_a_full_window_is_not_worse_than_the_first(info, model, 
     first, last = float(bits[:n // 4].mean()), float(bits[-(n // 4):].mean())
     assert last <= first, (first, last)
     assert float(bits.mean()) <= TARGET_BPB
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_kneser_ney_baseline_is_a_distribution(order):
+    """For a fixed context the probabilities over all 256 next bytes sum to 1, at every order."""
+    train = torch.tensor(list(b"the cat sat on the mat; the dog sat on the log. " * 40), dtype=torch.uint8)
+    prefix = list(b"the c")  # 4 predicted bytes before the last one
+    kn = textdata.kneser_ney_bits_per_byte
+    before = 2 ** (-len(prefix[1:]) * kn(train, torch.tensor(prefix), order))  # p of bytes 1..4 of the prefix
+    total = sum(2 ** (-len(prefix) * kn(train, torch.tensor(prefix + [b]), order)) for b in range(256))
+    assert total == pytest.approx(before, rel=1e-9)
+
+
+def test_kneser_ney_baseline_uses_context():
+    train = torch.tensor(list(b"abcabcabcabcabcabc" * 300), dtype=torch.uint8)
+    text = torch.tensor(list(b"abcabcab"), dtype=torch.uint8)
+    kn = textdata.kneser_ney_bits_per_byte
+    assert kn(train, text, 3) < 0.1 < 1.0 < kn(train, text, 1)  # the context decides; alone, ~log2(3) bits
+    windows = (torch.tensor([[97, 98, 99]]), torch.tensor([[98, 99, 97]]))
+    assert kn(train, windows, 4) == pytest.approx(kn(train, torch.tensor([97, 98, 99, 97]), 4))
+    with pytest.raises(tinytf.TinyTFInputError):
+        kn(train, text, 8)

@@ -6,6 +6,7 @@
     len(corpus.train), len(corpus.val)         # uint8 byte tensors (train / held-out validation)
     textdata.bits_per_byte(model, corpus.val)  # a byte-level model on 256 fixed windows of 128 validation bytes
     textdata.baselines(corpus.train, corpus.val)   # {'unigram', 'bigram'} fitted on train, scored on the same bytes
+    textdata.kneser_ney_bits_per_byte(corpus.train, textdata.eval_windows(corpus.val, 256, 128), order=7)
 
 The corpus is extracted with ``ast`` from every ``.py`` file under ``sysconfig.get_paths()["stdlib"]``,
 in sorted order of the relative path, skipping test directories and test files, ``site-packages``,
@@ -322,6 +323,59 @@ def bigram_bits_per_byte(train: torch.Tensor, text, alpha: float = 1.0) -> float
     (as in ``unigram_bits_per_byte``)."""
     prev, nxt = _pairs(text)
     return float(-torch.log2(bigram_probs(train, alpha)[prev, nxt]).mean())
+
+
+def kneser_ney_bits_per_byte(train: torch.Tensor, text, order: int = 5) -> float:
+    """Bits per byte of an interpolated Kneser–Ney byte ``order``-gram model (Kneser and Ney 1995; one discount
+    D = n1 / (n1 + 2 n2) per order, as in Chen and Goodman 1999) fitted on ``train``, on ``text`` (as in
+    ``unigram_bits_per_byte``). Each byte is predicted from at most ``order - 1`` bytes before it, all from its
+    own window, as a model reading the window would see them; the lowest order interpolates with a uniform
+    guess, so no byte has probability 0. ``order``: 1 to 7 (an n-gram is kept as one int64 number)."""
+    import numpy as np
+
+    if not 1 <= order <= 7:
+        raise TinyTFInputError(f"kneser_ney_bits_per_byte: order must be 1 to 7, got {order}")
+    x = _check_bytes(train, "kneser_ney_bits_per_byte").numpy()
+    if isinstance(text, (tuple, list)) and len(text) == 2:
+        inputs, targets = (torch.as_tensor(t).long() for t in text)
+        if inputs.shape != targets.shape or inputs.dim() != 2:
+            raise TinyTFInputError(f"baseline: inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} "
+                                   "must be the same [n, T]")
+    else:
+        text = _check_bytes(text, "baseline text")
+        inputs, targets = text[None, :-1], text[None, 1:]
+    seq = torch.cat([inputs, targets[:, -1:]], 1).numpy()  # [n, T + 1]: target t is seq[:, t + 1]
+    T = inputs.shape[1]
+
+    def grams(a, k):  # every k-gram along a's last axis, as one base-256 number
+        out = np.zeros(a.shape[:-1] + (a.shape[-1] - k + 1,), dtype=np.int64)
+        for j in range(k):
+            out = out * 256 + a[..., j:a.shape[-1] - k + 1 + j]
+        return out
+
+    def lookup(keys, values, q):  # values where the sorted keys equal q, else 0
+        i = np.searchsorted(keys, q).clip(max=len(keys) - 1)
+        return np.where(keys[i] == q, values[i], 0)
+
+    def smooth(keys, counts, q, lower):  # interpolated absolute discounting of counts[key], over `lower`
+        ctx, inv = np.unique(keys // 256, return_inverse=True)  # a k-gram's context: it without its last byte
+        total, types = np.bincount(inv, weights=counts), np.bincount(inv)
+        n1, n2 = (counts == 1).sum(), (counts == 2).sum()
+        d = n1 / (n1 + 2 * n2) if n1 + n2 else 0.5
+        c, tot, typ = lookup(keys, counts, q), lookup(ctx, total, q // 256), lookup(ctx, types, q // 256)
+        return np.where(tot > 0, (np.maximum(c - d, 0) + d * typ * lower) / np.maximum(tot, 1), lower)
+
+    raw = [np.unique(grams(x, k), return_counts=True) for k in range(1, order + 1)]
+    lower, top = np.full((len(inputs), T), 1 / 256), []
+    for k in range(1, order + 1):
+        i = np.arange(T) + 2 - k  # target t ends the k-gram that starts at seq[:, t + 2 - k]
+        q = np.where(i >= 0, grams(seq, k)[:, i.clip(min=0)], -1)  # -1: fewer than k - 1 bytes before it
+        top.append(smooth(*raw[k - 1], q, lower))  # order k as the top order: plain counts
+        if k < order:  # order k below a higher one: how many distinct bytes precede each k-gram
+            lower = smooth(*np.unique(raw[k][0] % 256 ** k, return_counts=True), q, lower)
+    use = np.minimum(order, np.arange(T) + 2) - 1  # target t has t + 1 bytes of its window before it
+    p = np.take_along_axis(np.stack(top, -1), np.broadcast_to(use[None, :, None], (len(inputs), T, 1)), -1)[..., 0]
+    return float(-np.log2(p).mean())
 
 
 def baselines(train: torch.Tensor, val: torch.Tensor, n_windows: int = 256, seq_len: int = 128,
