@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tinytf.errors import TinyTFInputError
-from tinytf.viz.ablation import induction_map_figure, reach_figure
+from tinytf.viz.ablation import head_scores_figure, induction_map_figure, reach_figure
 
 
 def test_reach_figure_draws_the_values_on_a_log_axis():
@@ -57,3 +57,26 @@ def test_reach_figure_labels_only_distances_far_enough_apart():
 def test_induction_map_shows_only_the_second_copy_first_query_on_top():
     fig = induction_map_figure(torch.full((8, 8), 1 / 8), 4)
     assert tuple(fig.layout.yaxis.range) == (7.5, 3.5)  # reversed, and no tick below the last query's row
+
+
+def _table(prev):
+    return [{"layer": 0, "head": 0, "previous": prev, "word_start": 0.1, "first": 0.0},
+            {"layer": 0, "head": 1, "previous": 0.2, "word_start": 0.3, "first": 0.05}]
+
+
+def test_head_scores_figure_draws_means_and_passage_ranges():
+    fig = head_scores_figure([_table(0.6), _table(0.8)])
+    prev, word, first = fig.data
+    assert list(prev.x) == ["0.0", "0.1"] and prev.y[0] == pytest.approx(0.7) and prev.y[1] == pytest.approx(0.2)
+    assert prev.error_y.array[0] == pytest.approx(0.1) and prev.error_y.arrayminus[0] == pytest.approx(0.1)
+    assert list(word.y) == pytest.approx([0.1, 0.3]) and prev.name == "previous byte"
+    assert "2 held-out passages" in fig.layout.title.text and fig.layout.width is None
+
+
+def test_head_scores_figure_rejects_bad_input():
+    with pytest.raises(TinyTFInputError, match="head_scores_figure"):
+        head_scores_figure([])
+    with pytest.raises(TinyTFInputError, match="same heads"):
+        head_scores_figure([_table(0.6), _table(0.6)[::-1]])
+    with pytest.raises(TinyTFInputError, match="scores"):
+        head_scores_figure([[{"layer": 0, "head": 0, "previous": 0.5}]])

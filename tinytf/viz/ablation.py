@@ -182,4 +182,43 @@ def induction_map_figure(weights, period: int, label: str = "") -> go.Figure:
     return fig
 
 
-__all__ = ["ablation_figure", "lens_figure", "reach_figure", "induction_map_figure", "SUBLAYERS"]
+def head_scores_figure(tables: list, patterns: dict | None = None, threshold: float = 0.5) -> go.Figure:
+    """Every head's attention scores over several passages: one bar per head and pattern at the mean score,
+    a whisker from the lowest to the highest passage, and a dotted line at ``threshold``. ``tables``: one
+    ``tinytf.heads.score_table`` result per passage (the same heads in the same order; each row a dict with
+    'layer', 'head' and the pattern scores); ``patterns``: {score key: legend name}, by default the previous
+    byte, the word start and the first byte. The scores are drawn as given."""
+    patterns = patterns or {"previous": "previous byte", "word_start": "word start", "first": "first byte"}
+    if not isinstance(tables, (list, tuple)) or not tables or len({len(t) for t in tables}) != 1 or not tables[0]:
+        raise TinyTFInputError("head_scores_figure: expected a non-empty list of score tables of the same length")
+    rows = tables[0]
+    if any([(r["layer"], r["head"]) for r in t] != [(r["layer"], r["head"]) for r in rows] for t in tables):
+        raise TinyTFInputError("head_scores_figure: every table must list the same heads in the same order")
+    if any(p not in r for r in rows for p in patterns):
+        raise TinyTFInputError(f"head_scores_figure: every row needs the scores {sorted(patterns)}")
+    x = [f"{r['layer']}.{r['head']}" for r in rows]
+    fig = go.Figure()
+    for n, (key, name) in enumerate(patterns.items()):
+        values = [[float(t[i][key]) for t in tables] for i in range(len(rows))]
+        mean = [sum(v) / len(v) for v in values]
+        fig.add_trace(go.Bar(
+            x=x, y=mean, name=name, marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)]),
+            error_y=dict(type="data", symmetric=False, array=[max(v) - m for v, m in zip(values, mean)],
+                         arrayminus=[m - min(v) for v, m in zip(values, mean)], color="#444444", thickness=1, width=2),
+            customdata=[[min(v), max(v)] for v in values],
+            hovertemplate=(f"block.head %{{x}}, {name}: mean %{{y:.2f}} "
+                           "(passages %{customdata[0]:.2f} to %{customdata[1]:.2f})<extra></extra>")))
+    fig.add_hline(y=threshold, line_dash="dot", line_color="#444444", annotation_text=f"{threshold:g}",
+                  annotation_position="top left")
+    fig.update_xaxes(title="head (block.head)", type="category")
+    fig.update_yaxes(title="share of the head's weight (mean over passages)", range=[0, 1])
+    title = _title(f"Where each head of text-4l puts its weight, over {len(tables)} held-out passages",
+                   f"look for: only a few bars pass {threshold:g}, all of them previous-byte; "
+                   "the whiskers span the lowest to the highest passage")
+    fig.update_layout(template="plotly_white", font=FONT, height=440, title=title, barmode="group", bargap=0.25,
+                      margin=dict(l=60, r=20, t=110, b=50), legend=dict(orientation="h", y=-0.22))
+    return fig
+
+
+__all__ = ["ablation_figure", "lens_figure", "reach_figure", "induction_map_figure", "head_scores_figure",
+           "SUBLAYERS"]
