@@ -350,5 +350,8 @@ def test_kneser_ney_baseline_uses_context():
     assert kn(train, text, 3) < 0.1 < 1.0 < kn(train, text, 1)  # the context decides; alone, ~log2(3) bits
     windows = (torch.tensor([[97, 98, 99]]), torch.tensor([[98, 99, 97]]))
     assert kn(train, windows, 4) == pytest.approx(kn(train, torch.tensor([97, 98, 99, 97]), 4))
+    two = (torch.tensor([[97, 98, 99], [98, 99, 97]]), torch.tensor([[98, 99, 97], [99, 97, 98]]))
+    per = kn(train, two, 3, per_window=True)  # one mean per window; equal lengths: their mean is the whole mean
+    assert len(per) == 2 and sum(per) / 2 == pytest.approx(kn(train, two, 3))
     with pytest.raises(tinytf.TinyTFInputError):
         kn(train, text, 8)

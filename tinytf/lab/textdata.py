@@ -325,12 +325,13 @@ def bigram_bits_per_byte(train: torch.Tensor, text, alpha: float = 1.0) -> float
     return float(-torch.log2(bigram_probs(train, alpha)[prev, nxt]).mean())
 
 
-def kneser_ney_bits_per_byte(train: torch.Tensor, text, order: int = 5) -> float:
+def kneser_ney_bits_per_byte(train: torch.Tensor, text, order: int = 5, per_window: bool = False):
     """Bits per byte of an interpolated Kneser–Ney byte ``order``-gram model (Kneser and Ney 1995; one discount
     D = n1 / (n1 + 2 n2) per order, as in Chen and Goodman 1999) fitted on ``train``, on ``text`` (as in
     ``unigram_bits_per_byte``). Each byte is predicted from at most ``order - 1`` bytes before it, all from its
     own window, as a model reading the window would see them; the lowest order interpolates with a uniform
-    guess, so no byte has probability 0. ``order``: 1 to 7 (an n-gram is kept as one int64 number)."""
+    guess, so no byte has probability 0. ``order``: 1 to 7 (an n-gram is kept as one int64 number).
+    ``per_window=True``: a list with each window's mean bits per byte instead (one entry for a byte tensor)."""
     import numpy as np
 
     if not 1 <= order <= 7:
@@ -375,7 +376,8 @@ def kneser_ney_bits_per_byte(train: torch.Tensor, text, order: int = 5) -> float
             lower = smooth(*np.unique(raw[k][0] % 256 ** k, return_counts=True), q, lower)
     use = np.minimum(order, np.arange(T) + 2) - 1  # target t has t + 1 bytes of its window before it
     p = np.take_along_axis(np.stack(top, -1), np.broadcast_to(use[None, :, None], (len(inputs), T, 1)), -1)[..., 0]
-    return float(-np.log2(p).mean())
+    bits = -np.log2(p)  # [n, T]
+    return bits.mean(1).tolist() if per_window else float(bits.mean())
 
 
 def baselines(train: torch.Tensor, val: torch.Tensor, n_windows: int = 256, seq_len: int = 128,
