@@ -355,3 +355,9 @@ def test_kneser_ney_baseline_uses_context():
     assert len(per) == 2 and sum(per) / 2 == pytest.approx(kn(train, two, 3))
     with pytest.raises(tinytf.TinyTFInputError):
         kn(train, text, 8)
+
+
+def test_bits_per_byte_per_window_averages_to_the_whole(model, corpus):
+    per = textdata.bits_per_byte(model, corpus.val, n_windows=8, per_window=True)
+    assert len(per) == 8 and min(per) > 0
+    assert sum(per) / 8 == pytest.approx(textdata.bits_per_byte(model, corpus.val, n_windows=8), rel=1e-5)

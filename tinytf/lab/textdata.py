@@ -260,18 +260,26 @@ def eval_windows(data: torch.Tensor, n_windows: int, seq_len: int):
 
 
 @torch.no_grad()
-def bits_per_byte(model, data: torch.Tensor, n_windows: int = 256, seq_len: int = 128, batch_size: int = 32) -> float:
+def bits_per_byte(model, data: torch.Tensor, n_windows: int = 256, seq_len: int = 128, batch_size: int = 32,
+                  per_window: bool = False):
     """Mean cross-entropy in bits per byte of a byte-level model on the ``n_windows`` fixed windows of ``seq_len``
-    bytes of ``eval_windows(data, ...)`` (every position of every window counts; each window starts fresh)."""
+    bytes of ``eval_windows(data, ...)`` (every position of every window counts; each window starts fresh).
+    ``per_window=True``: a list with each window's mean bits per byte instead."""
     inputs, targets = eval_windows(data, n_windows, seq_len)
     was_training = model.training
     model.eval()
-    total = 0.0
+    total, windows = 0.0, []  # summed nats; per window, mean nats
     for i in range(0, len(inputs), batch_size):
         logits = model(inputs[i:i + batch_size])
-        total += float(F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="sum",
-                                       ).double())
+        if per_window:
+            windows.append(F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none"
+                                           ).mean(1))  # [b]
+        else:
+            total += float(F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="sum",
+                                           ).double())
     model.train(was_training)
+    if per_window:
+        return (torch.cat(windows) / math.log(2)).tolist()
     return total / targets.numel() / math.log(2)
 
 
@@ -299,16 +307,23 @@ def bigram_probs(train: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
     return counts / counts.sum(1, keepdim=True)
 
 
-def _pairs(text):
-    """text: a 1-D byte tensor (predict bytes 1.. from the byte before) or an (inputs, targets) pair from
-    ``eval_windows`` (predict every target from the input at the same position) -> (previous, next) flat."""
+def _windows(text):
+    """text: a 1-D byte tensor (one window: predict bytes 1.. from the bytes before) or an (inputs, targets) pair
+    from ``eval_windows`` (predict every target from the input at the same position) -> (inputs, targets), [n, T]."""
     if isinstance(text, (tuple, list)) and len(text) == 2:
         inputs, targets = (torch.as_tensor(t).long() for t in text)
-        if inputs.shape != targets.shape:
-            raise TinyTFInputError(f"baseline: inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} differ")
-        return inputs.flatten(), targets.flatten()
+        if inputs.shape != targets.shape or inputs.dim() not in (1, 2):
+            raise TinyTFInputError(f"baseline: inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} "
+                                   "must be the same [n, T]")
+        return inputs.view(-1, inputs.shape[-1]), targets.view(-1, targets.shape[-1])
     text = _check_bytes(text, "baseline text")
-    return text[:-1], text[1:]
+    return text[None, :-1], text[None, 1:]
+
+
+def _pairs(text):
+    """(previous, next) byte pairs of ``text`` (as in ``_windows``), flat."""
+    inputs, targets = _windows(text)
+    return inputs.flatten(), targets.flatten()
 
 
 def unigram_bits_per_byte(train: torch.Tensor, text, alpha: float = 1.0) -> float:
@@ -337,14 +352,7 @@ def kneser_ney_bits_per_byte(train: torch.Tensor, text, order: int = 5, per_wind
     if not 1 <= order <= 7:
         raise TinyTFInputError(f"kneser_ney_bits_per_byte: order must be 1 to 7, got {order}")
     x = _check_bytes(train, "kneser_ney_bits_per_byte").numpy()
-    if isinstance(text, (tuple, list)) and len(text) == 2:
-        inputs, targets = (torch.as_tensor(t).long() for t in text)
-        if inputs.shape != targets.shape or inputs.dim() != 2:
-            raise TinyTFInputError(f"baseline: inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} "
-                                   "must be the same [n, T]")
-    else:
-        text = _check_bytes(text, "baseline text")
-        inputs, targets = text[None, :-1], text[None, 1:]
+    inputs, targets = _windows(text)
     seq = torch.cat([inputs, targets[:, -1:]], 1).numpy()  # [n, T + 1]: target t is seq[:, t + 1]
     T = inputs.shape[1]
 
