@@ -10,6 +10,7 @@ from torch import nn
 import tinytf
 from tinytf import block_comparison as bc
 from tinytf.blocks import PostNorm, PreNorm
+from tinytf.errors import TinyTFInputError
 from tinytf.models import ScaledEmbedding
 from tinytf.norms import LayerNorm
 
@@ -496,3 +497,46 @@ def test_shipped_extensions_at_the_edges_match_the_study():
     assert bc.lrs_of(w) == [0.002, 0.004, 0.008, 0.016, 0.032]
     for warmup in (None, *r["settings"]["warmups"]):  # the later rates change no best cell
         assert bc.best_settings(w, warmup) == bc.best_settings(r, warmup)
+
+
+def test_t_quantile_matches_known_values():
+    import math
+    assert bc.t_quantile(0.975, 2) == pytest.approx(0.95 * math.sqrt(2 / (1 - 0.95 ** 2)), abs=1e-6)  # closed form, df 2
+    assert bc.t_quantile(0.975, 1) == pytest.approx(math.tan(math.pi * (0.975 - 0.5)), abs=1e-5)  # Cauchy
+    assert bc.t_quantile(0.975, 9) == pytest.approx(2.2622, abs=1e-4)
+    assert bc.t_quantile(0.5, 5) == pytest.approx(0.0, abs=1e-9)
+    for bad in ((0.3, 2), (1.0, 2), (0.975, 0), (0.975, 2.5)):
+        with pytest.raises(TinyTFInputError):
+            bc.t_quantile(*bad)
+
+
+def test_combine_joins_variants_trained_at_their_own_cells():
+    study = bc.load_results()
+    a = dict(study, runs={"2017": study["runs"]["2017"]}, configs={"2017": study["configs"]["2017"]},
+             settings=dict(study["settings"], warmups=[100], lrs=[0.004]))
+    b = dict(study, runs={"2017 + pre-norm": study["runs"]["2017 + pre-norm"]},
+             configs={"2017 + pre-norm": study["configs"]["2017 + pre-norm"]},
+             settings=dict(study["settings"], warmups=[16], lrs=[0.008]))
+    both = bc.combine(a, b)
+    assert both["settings"]["warmups"] == [16, 100] and both["settings"]["lrs"] == [0.004, 0.008]
+    cells = {"2017": (100, 0.004), "2017 + pre-norm": (16, 0.008)}
+    assert bc.paired_differences(both, "2017", "2017 + pre-norm", choice=cells) == \
+        bc.paired_differences(study, "2017", "2017 + pre-norm", choice=cells)
+    with pytest.raises(TinyTFInputError, match="two files"):
+        bc.combine(a, a)
+    with pytest.raises(TinyTFInputError, match="differ"):
+        bc.combine(a, dict(b, settings=dict(b["settings"], seeds=[7])))
+
+
+def test_interval_table_is_the_paired_t_interval():
+    import statistics
+    study = bc.load_results()
+    cells = {"2017": (100, 0.004), "2017 + pre-norm": (16, 0.008)}
+    d = [x for _, x in bc.paired_differences(study, "2017", "2017 + pre-norm", choice=cells)]
+    mean, se = statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
+    half = 0.95 * math.sqrt(2 / (1 - 0.95 ** 2)) * se  # df 2, closed form
+    row = bc.interval_table(study, [("2017", "2017 + pre-norm")], cells).splitlines()[2]
+    assert f"{mean:+.2f} ± {se:.2f}" in row and f"{mean - half:+.2f} to {mean + half:+.2f}" in row
+    assert row.endswith(f"{sum(x > 0 for x in d)}/{len(d)}")
+    with pytest.raises(TinyTFInputError):
+        bc.interval_table(study, [("2017", "no such block")], cells)

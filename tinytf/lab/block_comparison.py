@@ -438,6 +438,51 @@ def extend(results: dict, *extras: dict) -> dict:
     return out
 
 
+def combine(*parts: dict) -> dict:
+    """One results dict from files that each trained other variants at their own cells (``scripts/compare_blocks.py
+    --variants NAME --warmups W --lrs LR --seeds ...``): the same task and recipe, the same seeds; the warm-ups
+    and rates become the union. Used for the confirmation runs, where each variant is trained only at the cell
+    the study chose for it, on seeds the study never saw."""
+    if not parts:
+        raise TinyTFInputError("combine: no results to combine")
+    first = parts[0]
+    fixed = {k: v for k, v in first["settings"].items() if k not in ("lrs", "warmups")}
+    out = dict(first, runs={}, configs={})
+    for part in parts:
+        if part["task"] != first["task"] or {k: v for k, v in part["settings"].items()
+                                             if k not in ("lrs", "warmups")} != fixed:
+            raise TinyTFInputError("combine: the results files differ in task, recipe or seeds")
+        for name, runs in part["runs"].items():
+            if name in out["runs"]:
+                raise TinyTFInputError(f"combine: variant {name!r} appears in two files")
+            out["runs"][name], out["configs"][name] = list(runs), part["configs"][name]
+    out["settings"] = dict(fixed, lrs=sorted({lr for p in parts for lr in lrs_of(p)}),
+                           warmups=sorted({w for p in parts for w in warmups_of(p)}))
+    return out
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom (e.g. ``t_quantile(0.975,
+    9)`` = 2.262, the factor of a two-sided 95% interval from 10 paired differences): the CDF, integrated from
+    the density with Simpson's rule, solved for ``p`` by bisection (accurate to about 1e-6)."""
+    if not 0.5 <= p < 1 or isinstance(df, bool) or not isinstance(df, int) or df < 1:
+        raise TinyTFInputError(f"t_quantile: expected 0.5 <= p < 1 and an integer df >= 1, got p={p!r}, df={df!r}")
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+
+    def cdf(t, n=2000):  # 0.5 + integral of the density from 0 to t (Simpson, n even)
+        h = t / n
+        f = [math.exp(log_c - (df + 1) / 2 * math.log1p((i * h) ** 2 / df)) for i in range(n + 1)]
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) + 2 * sum(f[2:-1:2]))
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
 def _warmup(results: dict, warmup) -> int:
     """``warmup`` itself, or the only warm-up of the results when it is None."""
     if warmup is not None:
@@ -647,6 +692,34 @@ def paired_differences(results: dict, a: str = "2017", b: str = "Llama-3-style",
         if x is not None and y is not None:
             out.append((r["seed"], x - y))
     return out
+
+
+def interval_table(results: dict, pairs, choice, key: str = "eval_loss", level: float = 0.95, digits: int = 2) -> str:
+    """Plain text, one line per pair (a, b): the mean of value(a) - value(b) over the seeds (positive: b is
+    lower), its standard error (sd over seeds / sqrt(n)), the two-sided ``level`` interval mean ± t·SE with
+    Student's t of n - 1 degrees of freedom, and in how many seeds b is lower. Each variant at the cell
+    ``choice`` gives it (a dict {variant: (warm-up, lr)}, as in ``paired_differences``)."""
+    labels = {(a, b): pair_label(a, b) for a, b in pairs}
+    nw = max(len(label) for label in labels.values())
+    head = f"{'a vs b':<{nw}}  {'a - b, mean ± SE':>17}  {f'{level:.0%} interval':>17}  {'b lower':>8}"
+    lines = [head, "-" * len(head)]
+    for a, b in pairs:
+        missing = [n for n in (a, b) if n not in results["runs"] or n not in choice]
+        if missing:
+            raise TinyTFInputError(f"interval_table: no runs or no chosen cell for {missing}; the results have "
+                                   f"{list(results['runs'])}, the cells {list(choice)}")
+        d = [x for _, x in paired_differences(results, a, b, key, choice)]
+        if len(d) < 2:
+            raise TinyTFInputError(f"interval_table: {labels[a, b]} has {len(d)} paired seeds; need at least 2")
+        mean, se = statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
+        t = t_quantile(0.5 + level / 2, len(d) - 1)
+        lo, hi = _signed(mean - t * se, digits), _signed(mean + t * se, digits)
+        lines.append(f"{labels[a, b]:<{nw}}  {_signed(mean, digits) + ' ± ' + f'{se:.{digits}f}':>17}  "
+                     f"{lo + ' to ' + hi:>17}  {f'{sum(x > 0 for x in d)}/{len(d)}':>8}")
+    n = len(results["settings"]["seeds"])
+    lines.append(f"seeds {results['settings']['seeds'][0]}..{results['settings']['seeds'][-1]} ({n}); t with "
+                 f"{n - 1} degrees of freedom: {t_quantile(0.5 + level / 2, n - 1):.2f}")
+    return "\n".join(lines)
 
 
 def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) -> str:

@@ -1,0 +1,105 @@
+"""Seed spread: the shipped checkpoints next to the same recipe trained from other seeds.
+
+    from tinytf.lab import seed_spread
+    spread = seed_spread.load_results()          # measured once by scripts/seed_spread.py, shipped with tinytf
+    print(seed_spread.format_text_table(spread))       # text-4l: held-out bits per byte and the four ablations
+    print(seed_spread.format_reversal_table(spread))   # reversal-2l: accuracy and the anti-diagonal, per seed
+
+Every shipped checkpoint is one training run, seed 0. A number measured on it (text-4l's 2.03 bits per byte,
+chapter 12's ablations, reversal-2l's anti-diagonal block) says how *that* run turned out; whether the recipe
+gives it again is a question about other seeds. ``scripts/seed_spread.py`` retrains each recipe with the same
+command and another ``--seed`` (the weights of those runs are not shipped; the script writes them to a scratch
+directory) and measures every run, the shipped one included, with the same functions the chapters use:
+
+- text-4l: ``textdata.bits_per_byte`` on the 256 held-out windows of 128 bytes, and ``ablation.window_bits``
+  with every block's attention or FFN output zeroed or replaced by its mean (``ablation.conditions(...,
+  per_block=False)``), means taken over the same windows;
+- reversal-2l: the training run's own metrics on fresh strings (token accuracy, exact match) and
+  ``head_stats.anti_diagonal_summary`` on the 180 strings chapter 8 uses (each block's mean weight on the
+  anti-diagonal, as a multiple of the uniform share).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import TinyTFInputError
+
+RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "seed-spread.json"
+ABLATIONS = ("attn zero", "ffn zero", "attn mean", "ffn mean")
+
+
+def load_results(path=None) -> dict:
+    """The recorded seed spread: {"text-4l": {seed: {...}}, "reversal-2l": {seed: {...}}, "settings": {...}}
+    (seeds are strings, as JSON keys)."""
+    path = Path(path) if path is not None else RESULTS_PATH
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TinyTFInputError(f"{path}: not found; run python scripts/seed_spread.py to measure it") from None
+    for key in ("text-4l", "reversal-2l", "settings"):
+        if key not in data:
+            raise TinyTFInputError(f"{path}: no {key!r} entry; is it a seed-spread file?")
+    return data
+
+
+def measure_text(model, corpus) -> dict:
+    """Held-out bits per byte of a byte-level model on ``corpus.val`` (256 windows of 128 bytes), intact and under
+    the four all-block ablations of ``ABLATIONS``."""
+    from . import ablation, textdata
+
+    inputs, targets = textdata.eval_windows(corpus.val, 256, 128)
+    sites = ablation.sites(model, "attn") + ablation.sites(model, "ffn")
+    conditions = ablation.conditions(model, ablation.site_means(model, inputs, sites), per_block=False)
+    out = {"val_bpb": textdata.bits_per_byte(model, corpus.val)}
+    for label in ABLATIONS:
+        out[label] = float(ablation.window_bits(model, inputs, targets, conditions[label]).double().mean())
+    return out
+
+
+def measure_reversal(model, metrics: dict, n_samples: int = 180) -> dict:
+    """The training run's ``metrics`` (token accuracy and exact match on fresh strings) and each decoder block's
+    mean cross-attention weight on the anti-diagonal as a multiple of the uniform share, with its stratified
+    standard error (``head_stats.anti_diagonal_summary``)."""
+    from . import head_stats
+
+    summary = head_stats.anti_diagonal_summary(model, "reversal-2l", n_samples=n_samples)
+    return {"token_accuracy": metrics["token_accuracy"], "exact_match": metrics["exact_match"],
+            "uniform_multiple": [s.mean for s in summary["uniform_multiple"]],
+            "uniform_multiple_se": list(summary["uniform_multiple_se"]), "n_samples": n_samples}
+
+
+def _seeds(block: dict) -> list:
+    return sorted(block, key=int)
+
+
+def format_text_table(data: dict) -> str:
+    """One row per text-4l seed: held-out bits per byte, intact and under each ablation, and which sublayer
+    costs more under each kind of ablation."""
+    rows = data["text-4l"]
+    head = f"{'seed':>4} {'intact':>7}" + "".join(f"{label:>10}" for label in ABLATIONS) + "   costlier: zero / mean"
+    lines = [head, "-" * len(head)]
+    for seed in _seeds(rows):
+        r = rows[seed]
+        zero = "FFN" if r["ffn zero"] > r["attn zero"] else "attention"
+        mean = "FFN" if r["ffn mean"] > r["attn mean"] else "attention"
+        shipped = "  (shipped)" if seed == "0" else ""
+        lines.append(f"{seed:>4} {r['val_bpb']:>7.2f}" + "".join(f"{r[label]:>10.2f}" for label in ABLATIONS)
+                     + f"   {zero} / {mean}{shipped}")
+    return "\n".join(lines)
+
+
+def format_reversal_table(data: dict) -> str:
+    """One row per reversal-2l seed: accuracy on fresh strings and each block's anti-diagonal multiple ± its
+    standard error."""
+    rows = data["reversal-2l"]
+    n_blocks = len(next(iter(rows.values()))["uniform_multiple"])
+    head = (f"{'seed':>4} {'token acc %':>11} {'exact %':>8}"
+            + "".join(f"{f'block {b}: x uniform':>20}" for b in range(n_blocks)))
+    lines = [head, "-" * len(head)]
+    for seed in _seeds(rows):
+        r = rows[seed]
+        cells = "".join(f"{f'{m:.2f} ± {se:.1g}':>20}" for m, se in zip(r["uniform_multiple"], r["uniform_multiple_se"]))
+        shipped = "  (shipped)" if seed == "0" else ""
+        lines.append(f"{seed:>4} {100 * r['token_accuracy']:>11.2f} {100 * r['exact_match']:>8.2f}{cells}{shipped}")
+    return "\n".join(lines)
