@@ -540,3 +540,16 @@ def test_interval_table_is_the_paired_t_interval():
     assert row.endswith(f"{sum(x > 0 for x in d)}/{len(d)}")
     with pytest.raises(TinyTFInputError):
         bc.interval_table(study, [("2017", "no such block")], cells)
+
+
+def test_confirmation_runs_use_the_cells_the_study_chose_and_fresh_seeds():
+    confirm = bc.load_confirmation()
+    study = bc.extend(bc.load_results(), *(bc.load_results(bc.RESULTS_PATH.with_name(f"compare_blocks_{p}.json"))
+                                           for p in ("2017_lr0.002", "prenorm_lr0.002", "2026_lr0.032")))
+    emb = bc.extend(bc.load_results(bc.RESULTS_PATH.with_name("compare_blocks_embeddings.json")))
+    chosen = bc.best_settings(study) | bc.best_settings(emb)
+    assert all(bc.cells_of(confirm)[name] == chosen[name] for name in confirm["runs"])
+    assert not set(confirm["settings"]["seeds"]) & set(study["settings"]["seeds"])  # seeds the study never saw
+    assert len(confirm["settings"]["seeds"]) == 10
+    for name in confirm["runs"]:  # the same configs as in the study
+        assert bc.configs_of(confirm)[name] == (bc.configs_of(study) | bc.configs_of(emb))[name]

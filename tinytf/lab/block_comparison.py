@@ -461,6 +461,29 @@ def combine(*parts: dict) -> dict:
     return out
 
 
+CONFIRM_PARTS = ("2017", "prenorm", "llama", "scaled", "mha")  # compare_blocks_confirm_<part>.json
+
+
+def load_confirmation(directory=None) -> dict:
+    """The confirmation runs (chapter 9): five variants, each trained only at the best cell the study chose for it
+    on seeds 0-2, on ten fresh seeds (3-12), combined into one results dict (``combine``). Written by
+    ``scripts/compare_blocks.py --variants NAME --warmups W --lrs LR --seeds 3 ... 12`` (each file's ``command``)."""
+    directory = Path(directory) if directory is not None else RESULTS_PATH.parent
+    return combine(*(load_results(directory / f"compare_blocks_confirm_{part}.json") for part in CONFIRM_PARTS))
+
+
+def cells_of(results: dict) -> dict:
+    """{variant: (warm-up, lr)} of a results dict in which every variant was trained at one cell only (the
+    confirmation runs)."""
+    out = {}
+    for name, runs in results["runs"].items():
+        cells = {(r["warmup"], r["lr"]) for r in runs}
+        if len(cells) != 1:
+            raise TinyTFInputError(f"cells_of: variant {name!r} was trained at {len(cells)} cells, not one")
+        out[name] = cells.pop()
+    return out
+
+
 def t_quantile(p: float, df: int) -> float:
     """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom (e.g. ``t_quantile(0.975,
     9)`` = 2.262, the factor of a two-sided 95% interval from 10 paired differences): the CDF, integrated from
