@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from ..errors import TinyTFInputError
+from . import ablation, head_stats, textdata
 
 RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "seed-spread.json"
 ABLATIONS = ("attn zero", "ffn zero", "attn mean", "ffn mean")
@@ -46,8 +47,6 @@ def load_results(path=None) -> dict:
 def measure_text(model, corpus) -> dict:
     """Held-out bits per byte of a byte-level model on ``corpus.val`` (256 windows of 128 bytes), intact and under
     the four all-block ablations of ``ABLATIONS``."""
-    from . import ablation, textdata
-
     inputs, targets = textdata.eval_windows(corpus.val, 256, 128)
     sites = ablation.sites(model, "attn") + ablation.sites(model, "ffn")
     conditions = ablation.conditions(model, ablation.site_means(model, inputs, sites), per_block=False)
@@ -61,8 +60,6 @@ def measure_reversal(model, metrics: dict, n_samples: int = 180) -> dict:
     """The training run's ``metrics`` (token accuracy and exact match on fresh strings) and each decoder block's
     mean cross-attention weight on the anti-diagonal as a multiple of the uniform share, with its stratified
     standard error (``head_stats.anti_diagonal_summary``)."""
-    from . import head_stats
-
     summary = head_stats.anti_diagonal_summary(model, "reversal-2l", n_samples=n_samples)
     return {"token_accuracy": metrics["token_accuracy"], "exact_match": metrics["exact_match"],
             "uniform_multiple": [s.mean for s in summary["uniform_multiple"]],
