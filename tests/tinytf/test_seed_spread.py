@@ -1,53 +1,79 @@
-"""The recorded seed spread (scripts/seed_spread.py): its seed-0 rows are the shipped checkpoints, measured as the
-chapters measure them, and its tables and loader behave."""
-import json
-
+"""The seed spread of a layer profile's first/last gradient ratio (tinytf.lab.experiments)."""
 import pytest
-import torch
 
 import tinytf
-from tinytf.errors import TinyTFInputError
-from tinytf.lab import ablation, head_stats, pretrained, seed_spread
+from tinytf import experiments as ex
 
-SPREAD = seed_spread.load_results()
-
-
-def test_text_seed0_is_the_shipped_model():
-    row = SPREAD["text-4l"]["0"]
-    assert row["val_bpb"] == pytest.approx(pretrained.info("text-4l")["metrics"]["val_bpb"], abs=0.02)
-    summary = ablation.summarise(ablation.load_results()["bits"], 4)  # chapter 12's recorded ablations
-    for label in seed_spread.ABLATIONS:
-        assert row[label] == pytest.approx(summary[label]["mean"], abs=0.02), label
+SMALL = tinytf.TinyConfig(d_model=16, n_heads=2, d_ff=32, n_layers=3)
 
 
-def test_reversal_seed0_matches_a_live_measurement():
-    torch.set_num_threads(1)
-    row = SPREAD["reversal-2l"]["0"]
-    live = head_stats.anti_diagonal_summary(tinytf.pretrained("reversal-2l"), "reversal-2l", n_samples=row["n_samples"])
-    assert [s.mean for s in live["uniform_multiple"]] == pytest.approx(row["uniform_multiple"], abs=1e-3)
-    info = pretrained.info("reversal-2l")["metrics"]
-    assert (row["token_accuracy"], row["exact_match"]) == (info["token_accuracy"], info["exact_match"])
+def test_spread_is_the_largest_seed_distance_from_the_combined_ratio():
+    p = ex.layer_profile(SMALL, seeds=(0, 1, 2), seq_len=8, batch=2)
+    ratios = [r.grad_norm[0] / r.grad_norm[-1] for r in p.per_seed]
+    expected = max(abs(r - p.grad_ratio) / p.grad_ratio for r in ratios)
+    assert p.grad_ratio_spread == pytest.approx(expected)
+    assert min(ratios) <= p.grad_ratio <= max(ratios)  # a geometric mean lies between the seeds
 
 
-def test_every_run_is_recorded_with_its_seed():
-    assert len(SPREAD["text-4l"]) >= 2 and len(SPREAD["reversal-2l"]) >= 3
-    for rows in (SPREAD["text-4l"], SPREAD["reversal-2l"]):
-        assert "0" in rows and all(int(s) >= 0 for s in rows)
-    for row in SPREAD["text-4l"].values():
-        assert set(row) == {"val_bpb", *seed_spread.ABLATIONS}
-        assert all(row[label] > row["val_bpb"] for label in seed_spread.ABLATIONS)  # every ablation costs bits
+def test_one_seed_has_no_spread_and_the_column_prints_a_range():
+    one = ex.layer_profile(SMALL, seeds=(0,), seq_len=8, batch=2)
+    assert one.grad_ratio_spread == pytest.approx(0.0, abs=1e-12)  # exp(log(x)) rounds the last bit
+    lo, hi = one.grad_ratio_range
+    assert lo == hi == pytest.approx(one.grad_ratio)
+    table = ex.format_profiles([one], columns=("grad_ratio", "ratio_spread"))
+    assert "seed range" in table.splitlines()[0] and table.splitlines()[2].rstrip().endswith(f"{lo:#.3g}–{hi:#.3g}")
 
 
-def test_tables_have_one_row_per_seed():
-    text = seed_spread.format_text_table(SPREAD).splitlines()
-    assert len(text) == 2 + len(SPREAD["text-4l"]) and text[2].endswith("(shipped)")
-    rev = seed_spread.format_reversal_table(SPREAD).splitlines()
-    assert len(rev) == 2 + len(SPREAD["reversal-2l"]) and "block 1: x uniform" in rev[0]
+def test_range_brackets_the_combined_ratio():
+    p = ex.layer_profile(SMALL, seeds=(0, 1, 2), seq_len=8, batch=2)
+    lo, hi = p.grad_ratio_range
+    assert lo <= p.grad_ratio <= hi
 
 
-def test_missing_or_foreign_file_is_a_clear_error(tmp_path):
-    with pytest.raises(TinyTFInputError, match="seed_spread.py"):
-        seed_spread.load_results(tmp_path / "none.json")
-    (tmp_path / "other.json").write_text(json.dumps({"bits": {}}))
-    with pytest.raises(TinyTFInputError, match="seed-spread"):
-        seed_spread.load_results(tmp_path / "other.json")
+def test_per_layer_range_brackets_the_combined_factor():
+    p = ex.layer_profile(SMALL, seeds=(0, 1, 2), seq_len=8, batch=2)
+    lo, hi = p.per_layer_range
+    assert lo <= p.per_layer_factor <= hi
+    assert "per block, seed range" in ex.format_profiles([p], columns=("per_layer_range",)).splitlines()[0]
+
+
+def _ill_conditioned_profile(gap=0.01):
+    """A profile made ill-conditioned by hand: its float32 and float64 runs said to differ by ``gap``."""
+    import dataclasses
+    p = ex.layer_profile(SMALL, seeds=(0, 1), seq_len=8, batch=2)
+    return dataclasses.replace(p, precision_gap=gap)
+
+
+def test_ill_conditioned_row_shows_the_float64_run_when_asked():
+    p = _ill_conditioned_profile()
+    assert p.ill_conditioned and p.chaotic  # one concept, the old name kept as an alias
+    assert len(p.per_seed_float64) == 2 and len(p.token_similarity_float64) == p.depth
+    columns = ("grad_first", "grad_ratio", "ratio_spread", "per_layer", "per_layer_range", "similarity_last")
+    table = ex.format_profiles([p], columns=columns, float64=True).splitlines()
+    g = p.grad_norm_float64
+    ratios = [r.grad_norm[0] / r.grad_norm[-1] for r in p.per_seed_float64]
+    n = p.depth - 1
+    cells = table[2].split()[-6:]
+    two = lambda v: f"{v:#.2g}".rstrip(".")  # 2 significant digits
+    assert cells[0] == "†" + two(g[0]) and cells[1] == "†" + two(g[0] / g[-1])
+    assert cells[2] == "†" + "–".join(two(v) for v in (min(ratios), max(ratios)))
+    assert cells[3] == f"†{(g[0] / g[-1]) ** (1 / n):.2f}"
+    assert cells[4] == f"†{min(ratios) ** (1 / n):.2f}–{max(ratios) ** (1 / n):.2f}"
+    assert cells[5] == f"†{p.token_similarity_float64[-1]:.3f}"
+    assert table[-1].startswith("† ill-conditioned row") and "~" not in "\n".join(table)
+
+
+def test_power_of_ten_only_cell_cannot_be_read_as_a_leading_digit():
+    assert ex._format_value(1.2e5, "#.3g", True, reference=5e5) == "~10^5"  # runs differ by > 10%
+    assert ex._format_value(1.2e5, "#.3g", True, reference=1.25e5) == "~1e+05"  # a real leading digit
+    table = ex.format_profiles([_ill_conditioned_profile(1.0)], columns=("grad_ratio",))
+    assert "~10^5" in table.splitlines()[-1] and "~1e" not in table.splitlines()[-1]
+
+
+def test_float64_row_whose_runs_differ_by_over_3_percent_keeps_one_digit_and_no_seed_range():
+    p = _ill_conditioned_profile(1.0)
+    table = ex.format_profiles([p], columns=("grad_first", "ratio_spread", "per_layer", "per_layer_range"),
+                               float64=True).splitlines()
+    g = p.grad_norm_float64
+    assert table[2].split()[-4:] == ["†" + format(g[0], ".1g"), "—", f"†{(g[0] / g[-1]) ** (1 / (p.depth - 1)):.2f}", "—"]
+    assert "or to 1 and no seed range (—)" in table[-1]
