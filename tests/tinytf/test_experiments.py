@@ -192,3 +192,54 @@ def test_table_rounds_only_values_printed_without_their_range():
     from tinytf.lab.experiments import round_to_seeds
 
     assert alone.split()[-1] == round_to_seeds(profile.grad_ratio, seeds, "#.3g")
+
+
+SETUP_SUMMARIES = {"large updates": "pre-norm's stream grows; block 0's gradient larger in both",
+                   "small updates": "neither stream grows; both balanced",
+                   "own embeddings": "pre-norm's stream grows; block 0's gradient larger in pre-norm"}
+
+
+def _setup_runs(cfg):
+    """Chapter 5's three set-ups, each a pair (pre-norm, post-norm) of ``cfg``'s stacks."""
+    setups = {"large updates": dict(init_std=cfg.d_model ** -0.5), "small updates": {},
+              "own embeddings": dict(random_stream=False)}
+    return {name: [ex.layer_profile(cfg.replace(norm_position=where), label=f"{where}-norm", **kw)
+                   for where in ("pre", "post")] for name, kw in setups.items()}
+
+
+def test_setup_table_prints_chapter_5s_table():
+    """The table of section 5.4, on its own runs: the text the chapter prints."""
+    runs = _setup_runs(tinytf.TinyConfig(d_model=64, n_heads=4, d_ff=256, n_layers=12))
+    assert ex.format_setups(runs, SETUP_SUMMARIES) == "\n".join([
+        "                  stream RMS, pre-norm   post-norm  first/last  first/last",
+        "set-up            leaving block 0 → 11  leaving 11    pre-norm   post-norm  in one line",
+        "large updates               1.65 → 4.8       1.000         8.3          15  "
+        "pre-norm's stream grows; block 0's gradient larger in both",
+        "small updates              1.00 → 1.00        1.00        0.98        1.00  neither stream grows; both balanced",
+        "own embeddings          0.0233 → 0.074        1.00         2.4        0.99  "
+        "pre-norm's stream grows; block 0's gradient larger in pre-norm"])
+
+
+def test_setup_table_rounds_each_value_to_its_seeds():
+    runs = _setup_runs(SMALL)
+    rows = ex.format_setups(runs, SETUP_SUMMARIES).splitlines()
+    assert "leaving block 0 → 2" in rows[1] and "leaving 2" in rows[1]  # the last block of a 3-block stack
+    for row, (name, (pre, post)) in zip(rows[2:], runs.items()):
+        def agreed(p, column):
+            return ex.round_to_seeds(ex.COLUMNS[column][1](p), [ex.SEED_VALUES[column](p, r) for r in p.per_seed],
+                                     ex.COLUMNS[column][2])
+        expected = [agreed(pre, "rms_first"), "→", agreed(pre, "rms_last"), agreed(post, "rms_last"),
+                    agreed(pre, "grad_ratio"), agreed(post, "grad_ratio")]
+        assert row.startswith(name) and row.endswith("  " + SETUP_SUMMARIES[name])
+        assert row[len(name):-len(SETUP_SUMMARIES[name])].split() == expected
+
+
+def test_setup_table_rejects_mismatched_runs():
+    runs = _setup_runs(SMALL)
+    with pytest.raises(tinytf.TinyTFInputError, match="no summary"):
+        ex.format_setups(runs, {"large updates": "x"})
+    with pytest.raises(tinytf.TinyTFInputError, match="pair"):
+        ex.format_setups({"swapped": runs["small updates"][::-1]}, {"swapped": "x"})
+    deeper = ex.layer_profile(SMALL.replace(n_layers=4), seeds=(0,), batch=2, seq_len=4)
+    with pytest.raises(tinytf.TinyTFInputError, match="same depth"):
+        ex.format_setups({"a": runs["small updates"], "b": [deeper, runs["small updates"][1]]}, {"a": "x", "b": "y"})

@@ -401,6 +401,39 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
     return "\n".join(lines)
 
 
+def format_setups(runs: dict, summaries: dict) -> str:
+    """Plain-text table that compares pre-norm with post-norm across set-ups (chapter 5, section 5.4): one row
+    per set-up, from ``runs`` = {set-up: (pre-norm profile, post-norm profile)}, the two stacks of the same
+    depth. Columns: the pre-norm stream's RMS leaving block 0 and leaving the last block, the post-norm stream's
+    RMS leaving the last block, and each placement's first/last gradient ratio; then ``summaries[set-up]``, the
+    row's reading in one line. Every value ends at the first digit its seeds disagree on (``round_to_seeds``,
+    at most the digits ``COLUMNS`` gives), as no seed range is printed beside it."""
+    missing = [name for name in runs if name not in summaries]
+    if missing:
+        raise TinyTFInputError(f"format_setups: no summary for {missing}; summaries has {list(summaries)}")
+    depths = {p.depth for pair in runs.values() for p in pair}
+    if len(depths) != 1:
+        raise TinyTFInputError(f"format_setups: every stack must have the same depth, got {sorted(depths)}")
+    for name, pair in runs.items():
+        placements = tuple(p.config.norm_position for p in pair)
+        if placements != ("pre", "post"):
+            raise TinyTFInputError(f"format_setups: {name!r} must be a pair (pre-norm, post-norm), got {placements}")
+    last = depths.pop() - 1
+
+    def agreed(p, column):  # the value to the digits its seeds agree on
+        return round_to_seeds(COLUMNS[column][1](p), [SEED_VALUES[column](p, r) for r in p.per_seed],
+                              COLUMNS[column][2])
+
+    lines = [f"{'':15} {'stream RMS, pre-norm':>22} {'post-norm':>11} {'first/last':>11} {'first/last':>11}",
+             f"{'set-up':15} {f'leaving block 0 → {last}':>22} {f'leaving {last}':>11} {'pre-norm':>11}"
+             f" {'post-norm':>11}  in one line"]
+    for name, (pre, post) in runs.items():
+        lines.append(f"{name:15} {agreed(pre, 'rms_first') + ' → ' + agreed(pre, 'rms_last'):>22}"
+                     f" {agreed(post, 'rms_last'):>11} {agreed(pre, 'grad_ratio'):>11} {agreed(post, 'grad_ratio'):>11}"
+                     f"  {summaries[name]}")
+    return "\n".join(lines)
+
+
 def _cell(column: str, p: LayerProfile, columns) -> str:
     """One value of a row that shows its float32 run: a value without its seed range in the table is rounded to
     what its seeds support (``round_to_seeds``), any other as ``_format_value`` does."""
