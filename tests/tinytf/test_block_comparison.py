@@ -553,3 +553,53 @@ def test_confirmation_runs_use_the_cells_the_study_chose_and_fresh_seeds():
     assert len(confirm["settings"]["seeds"]) == 10
     for name in confirm["runs"]:  # the same configs as in the study
         assert bc.configs_of(confirm)[name] == (bc.configs_of(study) | bc.configs_of(emb))[name]
+
+
+def test_paired_stats_is_the_hand_computed_paired_t_interval():
+    """Three seeds, a - b = +0.5, +1.5, -0.5: mean 0.5, sd 1, SE 1/sqrt(3); t with 2 degrees of freedom in closed
+    form (P(|T| < t) = t / sqrt(2 + t^2)); b lower in 2 seeds. A fourth seed diverged for A and is left out."""
+    runs = {"A": [run(s, 0.01, 1.0, x) for s, x in ((0, 2.0), (1, 3.5), (2, 1.0))] + [run(3, 0.01, 1.0, 1.0, diverged=True)],
+            "B": [run(s, 0.01, 1.0, x) for s, x in ((3, 1.0), (2, 1.5), (1, 2.0), (0, 1.5))]}  # B's runs out of order
+    r = {"settings": {"lrs": [0.01], "warmups": [16], "seeds": [0, 1, 2, 3]}, "configs": {}, "runs": runs}
+    cells = {"A": (16, 0.01), "B": (16, 0.01)}  # a dict of cells, as in the chapter
+    st = bc.paired_stats(r, "A", "B", cells)
+    assert isinstance(st, bc.Paired) and (st.a, st.b) == ("A", "B")
+    assert st.seeds == (0, 1, 2) and st.diffs == pytest.approx((0.5, 1.5, -0.5)) and st.n == 3 and st.df == 2
+    assert st.mean == pytest.approx(0.5) and st.se == pytest.approx(1 / math.sqrt(3))
+    t = 0.95 * math.sqrt(2 / (1 - 0.95 ** 2))  # 4.303
+    assert st.t == pytest.approx(t, abs=1e-5) and st.level == 0.95 and st.n_intervals == 1
+    assert (st.lo, st.hi) == pytest.approx((0.5 - t / math.sqrt(3), 0.5 + t / math.sqrt(3)), abs=1e-5)
+    assert st.half == pytest.approx(t / math.sqrt(3), abs=1e-5) and st.b_lower == 2 and not st.excludes_zero
+    kept = dict(r, runs={"A": runs["A"][:3], "B": runs["B"]})  # without the diverged run, "best" picks the same cells
+    assert bc.paired_stats(kept, "A", "B", "best") == bc.paired_stats(kept, "A", "B", "best", warmup=16) == st
+    two = bc.paired_stats(r, "A", "B", cells, n_intervals=2)  # Bonferroni: each interval at 97.5%
+    assert two.t == pytest.approx(0.975 * math.sqrt(2 / (1 - 0.975 ** 2)), abs=1e-5) and two.diffs == st.diffs
+    assert bc.paired_stats(r, "A", "B", cells, level=0.5).t == pytest.approx(0.5 * math.sqrt(2 / 0.75), abs=1e-5)
+    with pytest.raises(TinyTFInputError, match="n_intervals"):
+        bc.paired_stats(r, "A", "B", cells, n_intervals=0)
+    one = {"settings": r["settings"], "configs": {}, "runs": {"A": runs["A"][:1], "B": runs["B"]}}
+    with pytest.raises(TinyTFInputError, match="1 paired seeds"):
+        bc.paired_stats(one, "A", "B", "best")
+
+
+def test_interval_table_of_the_confirmation_is_unchanged():
+    """interval_table (now built on paired_stats) prints the recorded confirmation exactly as before, and its
+    rows are paired_stats of CONFIRM_PAIRS."""
+    confirm = bc.load_confirmation()
+    cells = bc.cells_of(confirm)
+    pairs = [(a, b) for _, a, b in bc.CONFIRM_PAIRS]
+    assert [label for label, _, _ in bc.CONFIRM_PAIRS] == ["(1) norm", "(2) blocks", "(3) GQA", "(4) swaps",
+                                                           "(4) emb. scale", "(4) rest"]
+    assert all(bc.paired_stats(confirm, a, b, cells).seeds == tuple(range(3, 13)) for a, b in pairs)
+    assert bc.interval_table(confirm, pairs, cells) == "\n".join([
+        "a vs b                                               a - b, mean ± SE       95% interval   b lower",
+        "--------------------------------------------------------------------------------------------------",
+        "2017 vs (2017 + pre-norm)                                +0.39 ± 0.09     +0.19 to +0.59      9/10",
+        "2017 vs Llama-3-style                                    -0.03 ± 0.10     -0.25 to +0.19      5/10",
+        "(Llama-3-style + MHA) vs Llama-3-style                    0.00 ± 0.10     -0.23 to +0.23      5/10",
+        "Llama-3-style vs (2017 + pre-norm)                       +0.42 ± 0.10     +0.19 to +0.65      9/10",
+        "Llama-3-style vs (Llama-3-style + scaled emb.)           +0.43 ± 0.10     +0.20 to +0.67      8/10",
+        "(Llama-3-style + scaled emb.) vs (2017 + pre-norm)       -0.02 ± 0.05     -0.13 to +0.10      4/10",
+        "seeds 3..12 (10); t with 9 degrees of freedom: 2.26"])
+    bonf = [bc.paired_stats(confirm, a, b, cells, n_intervals=len(pairs)) for a, b in pairs]
+    assert f"{bonf[0].t:.2f}" == "3.36" and [p.excludes_zero for p in bonf] == [True, False, False, True, True, False]

@@ -52,6 +52,7 @@ import math
 import platform
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -717,11 +718,69 @@ def paired_differences(results: dict, a: str = "2017", b: str = "Llama-3-style",
     return out
 
 
+@dataclass(frozen=True)
+class Paired:
+    """The paired comparison of two variants over seeds (``paired_stats``): per seed the difference value(a) -
+    value(b) (positive: b is lower), their mean, its standard error (sd over seeds / sqrt(n)), Student's t
+    quantile with ``df`` = n - 1 degrees of freedom for a two-sided ``level`` interval (Bonferroni-corrected for
+    ``n_intervals`` intervals: each at ``1 - (1 - level) / n_intervals``), the interval mean ± t·SE, and in how
+    many seeds b is lower."""
+    a: str
+    b: str
+    seeds: tuple  # the paired seeds, in increasing order
+    diffs: tuple  # value(a) - value(b), one per seed in ``seeds``
+    mean: float
+    se: float
+    df: int
+    t: float
+    level: float
+    n_intervals: int
+    lo: float
+    hi: float
+    b_lower: int  # seeds where a - b > 0
+
+    @property
+    def n(self) -> int:
+        """The number of paired seeds."""
+        return len(self.diffs)
+
+    @property
+    def half(self) -> float:
+        """The half-width of the interval, t·SE."""
+        return self.t * self.se
+
+    @property
+    def excludes_zero(self) -> bool:
+        """True when the interval lies wholly above or wholly below 0."""
+        return self.lo > 0 or self.hi < 0
+
+
+def paired_stats(results: dict, a: str, b: str, choice="best", key: str = "eval_loss", level: float = 0.95,
+                 n_intervals: int = 1, warmup: int | None = None) -> Paired:
+    """The paired comparison a - b of ``key`` over the seeds, each variant at the cell ``choice`` (and ``warmup``)
+    gives it, as in ``paired_differences`` (seeds where a run diverged are left out): a ``Paired`` with the
+    per-seed differences (in seed order), their mean and standard error, the t quantile of n - 1 degrees of freedom for a
+    two-sided ``level`` interval, and that interval. ``n_intervals`` > 1 applies Bonferroni's correction for that
+    many intervals (each at level 1 - (1 - level) / n_intervals). Needs at least 2 paired seeds."""
+    if isinstance(n_intervals, bool) or not isinstance(n_intervals, int) or n_intervals < 1:
+        raise TinyTFInputError(f"paired_stats: n_intervals must be a positive integer, got {n_intervals!r}")
+    per_seed = sorted(paired_differences(results, a, b, key, choice, warmup))
+    d = [x for _, x in per_seed]
+    if len(d) < 2:
+        raise TinyTFInputError(f"paired_stats: {pair_label(a, b)} has {len(d)} paired seeds; need at least 2")
+    mean, se = statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
+    p = 0.5 + level / 2 if n_intervals == 1 else 1 - (1 - level) / (2 * n_intervals)
+    t = t_quantile(p, len(d) - 1)
+    return Paired(a=a, b=b, seeds=tuple(s for s, _ in per_seed), diffs=tuple(d), mean=mean, se=se, df=len(d) - 1,
+                  t=t, level=level, n_intervals=n_intervals, lo=mean - t * se, hi=mean + t * se,
+                  b_lower=sum(x > 0 for x in d))
+
+
 def interval_table(results: dict, pairs, choice, key: str = "eval_loss", level: float = 0.95, digits: int = 2) -> str:
     """Plain text, one line per pair (a, b): the mean of value(a) - value(b) over the seeds (positive: b is
     lower), its standard error (sd over seeds / sqrt(n)), the two-sided ``level`` interval mean ± t·SE with
-    Student's t of n - 1 degrees of freedom, and in how many seeds b is lower. Each variant at the cell
-    ``choice`` gives it (a dict {variant: (warm-up, lr)}, as in ``paired_differences``)."""
+    Student's t of n - 1 degrees of freedom, and in how many seeds b is lower (``paired_stats`` of each pair).
+    Each variant at the cell ``choice`` gives it (a dict {variant: (warm-up, lr)}, as in ``paired_differences``)."""
     labels = {(a, b): pair_label(a, b) for a, b in pairs}
     nw = max(len(label) for label in labels.values())
     head = f"{'a vs b':<{nw}}  {'a - b, mean ± SE':>17}  {f'{level:.0%} interval':>17}  {'b lower':>8}"
@@ -731,14 +790,13 @@ def interval_table(results: dict, pairs, choice, key: str = "eval_loss", level: 
         if missing:
             raise TinyTFInputError(f"interval_table: no runs or no chosen cell for {missing}; the results have "
                                    f"{list(results['runs'])}, the cells {list(choice)}")
-        d = [x for _, x in paired_differences(results, a, b, key, choice)]
-        if len(d) < 2:
-            raise TinyTFInputError(f"interval_table: {labels[a, b]} has {len(d)} paired seeds; need at least 2")
-        mean, se = statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
-        t = t_quantile(0.5 + level / 2, len(d) - 1)
-        lo, hi = _signed(mean - t * se, digits), _signed(mean + t * se, digits)
-        lines.append(f"{labels[a, b]:<{nw}}  {_signed(mean, digits) + ' ± ' + f'{se:.{digits}f}':>17}  "
-                     f"{lo + ' to ' + hi:>17}  {f'{sum(x > 0 for x in d)}/{len(d)}':>8}")
+        try:
+            st = paired_stats(results, a, b, choice, key, level)
+        except TinyTFInputError as e:
+            raise TinyTFInputError(str(e).replace("paired_stats", "interval_table", 1)) from None
+        lo, hi = _signed(st.lo, digits), _signed(st.hi, digits)
+        lines.append(f"{labels[a, b]:<{nw}}  {_signed(st.mean, digits) + ' ± ' + f'{st.se:.{digits}f}':>17}  "
+                     f"{lo + ' to ' + hi:>17}  {f'{st.b_lower}/{st.n}':>8}")
     n = len(results["settings"]["seeds"])
     lines.append(f"seeds {results['settings']['seeds'][0]}..{results['settings']['seeds'][-1]} ({n}); t with "
                  f"{n - 1} degrees of freedom: {t_quantile(0.5 + level / 2, n - 1):.2f}")
@@ -781,6 +839,15 @@ QUESTIONS = (("(1) the norm's position", "2017", "2017 + pre-norm"),
              ("(2) the blocks as wholes", "2017", "Llama-3-style"),
              ("(3) grouped-query attention", "Llama-3-style + MHA", "Llama-3-style"),
              ("(4) five swaps + unscaled embeddings", "Llama-3-style", "2017 + pre-norm"))
+
+#: chapter 9's confirmation (section 9.3.2, seeds 3-12): its six pairs (short label, a, b), compared as a - b, in the
+#: chapter's order: questions (1) to (4), then (4) split into scaling the embeddings and the other swaps
+CONFIRM_PAIRS = (("(1) norm", "2017", "2017 + pre-norm"),
+                 ("(2) blocks", "2017", "Llama-3-style"),
+                 ("(3) GQA", "Llama-3-style + MHA", "Llama-3-style"),
+                 ("(4) swaps", "Llama-3-style", "2017 + pre-norm"),
+                 ("(4) emb. scale", "Llama-3-style", "Llama-3-style + scaled emb."),
+                 ("(4) rest", "Llama-3-style + scaled emb.", "2017 + pre-norm"))
 
 
 def sign_table(results: dict, groupings=None, questions=QUESTIONS) -> str:
