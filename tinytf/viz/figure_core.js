@@ -675,6 +675,22 @@ var tinytfCore = (function () {
     if (columns === 1) { return tr("{rows} rows × 1 column", { rows: rows }); }
     return tr("{rows} rows × {columns} columns", { rows: rows, columns: columns });
   }
+  function finite(v) { return typeof v === "number" && isFinite(v); }
+  function categorical(arr) {  // labels, not numbers: a category axis (a horizontal dot plot's y)
+    return !!arr && !arr.some(finite) && arr.some(function (v) { return typeof v === "string"; });
+  }
+  // a horizontal dot plot (categorical y, numeric x): "label: value" for each point drawn, the points of a run on
+  // one label as "label: value, value, ..."; the first 16 points, as for bars
+  function describeDots(name, sy, sx) {
+    var runs = [];
+    sx.slice(0, 16).forEach(function (v, i) {
+      if (!finite(v)) { return; }
+      var lab = label(sy, i), last = runs[runs.length - 1];
+      if (last && last.label === lab) { last.values.push(num(v)); } else { runs.push({ label: lab, values: [num(v)] }); }
+    });
+    if (!runs.length) { return null; }
+    return name + ": " + runs.map(function (r) { return r.label + ": " + r.values.join(", "); }).join("; ");
+  }
   function describeTrace(t) {
     var name = stripTags(t.name || "");
     if (t.visible === false || name === "(unused)" || t.hoverinfo === "skip" && t.type === "scatter" && !t.name) { return null; }
@@ -702,7 +718,7 @@ var tinytfCore = (function () {
     }
     if (t.type === "bar") {
       var bx = values(t.x), by = values(t.y);
-      var horizontal = t.orientation === "h";
+      var horizontal = t.orientation === "h" || (t.orientation == null && !!bx && !by);  // plotly's default
       var cats = horizontal ? by : bx, vals = horizontal ? bx : by;
       if (!vals) { return null; }
       return (name ? name + ": " : tr("bars: ")) + vals.slice(0, 16).map(function (v, i) {
@@ -711,6 +727,7 @@ var tinytfCore = (function () {
     }
     if (t.type === "scatter" && t.name && t.hoverinfo !== "skip" && t.visible !== "legendonly") {
       var sy = values(t.y), sx = values(t.x);
+      if (categorical(sy) && sx && sx.some(finite)) { return describeDots(name, sy, sx); }
       if (!sy || !sy.length || typeof sy[0] !== "number") { return null; }
       var fin = sy.filter(function (v) { return typeof v === "number" && isFinite(v); });
       if (!fin.length) { return null; }
@@ -1107,7 +1124,7 @@ var tinytfCore = (function () {
 
   return { draw: draw, update: update, adapt: adapt, figures: figures, theme: theme, MIN_SUBPLOT: MIN_SUBPLOT,
            figureAt: figureAt, mergeFrame: mergeFrame, steps: animSteps, stepFrame: stepFrame, queue: queue,
-           clone: clone, values: values, tr: tr };
+           clone: clone, values: values, tr: tr, describeTrace: describeTrace };
 })();
 // a classic script on a page (the book): the name the figure outputs call; inside an ES module (the live
 // widget) document.currentScript is null and nothing is put on window
