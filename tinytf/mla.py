@@ -111,5 +111,18 @@ class LatentAttention(nn.Module):
         merged = self.hook_merged(z.transpose(1, 2).reshape(B, T, H * self.d_v))
         return self.hook_out(self.o_proj(merged))
 
+    def w_uk(self) -> torch.Tensor:
+        """Each head's key up-projection W_UK, [H, D-R, r_kv]: head h's position-free key is ``w_uk()[h] @ c``
+        for a latent c of size r_kv. A view of ``kv_up.weight`` (no copy), in the layout the forward pass uses."""
+        return self._kv_up_per_head()[:, :self.d_nope]
+
+    def w_uv(self) -> torch.Tensor:
+        """Each head's value up-projection W_UV, [H, Dv, r_kv]: head h's value is ``w_uv()[h] @ c`` for a latent c
+        of size r_kv. A view of ``kv_up.weight`` (no copy), in the layout the forward pass uses."""
+        return self._kv_up_per_head()[:, self.d_nope:]
+
+    def _kv_up_per_head(self) -> torch.Tensor:  # kv_up.weight [H * (D-R+Dv), r_kv] -> [H, D-R+Dv, r_kv]
+        return self.kv_up.weight.view(self.n_heads, self.d_nope + self.d_v, self.kv_rank)
+
     def new_cache(self) -> LatentCache:
         return LatentCache()
