@@ -45,6 +45,36 @@ def test_linear_interpolation_gives_position_f_t_the_angles_of_t():
         C.interpolated(model, 2, "ntk")
 
 
+def test_windowed_sees_no_key_older_than_its_window():
+    model = small_model()
+    w = C.windowed(model, 4, max_seq_len=64)
+    assert w.config.sliding_window.size == 4 and w.config.max_seq_len == 64 and w.config.rope_scaling is None
+    assert model.config.sliding_window is None  # the original is untouched
+    assert list(w.state_dict()) == list(model.state_dict())
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), w.state_dict().values()))
+    assert C.windowed(model, 4).config.max_seq_len == 16
+    x = torch.randint(0, 256, (2, 32), generator=torch.Generator().manual_seed(1))
+    changed = x.clone()
+    changed[:, 5] = (x[:, 5] + 1) % 256  # byte 5 changes
+    with torch.no_grad():
+        a, b = w(x), w(changed)
+    # one layer: position p reads keys p - 3 .. p, so byte 5 reaches positions 5..8 and no later one
+    assert torch.equal(a[:, :5], b[:, :5]) and torch.equal(a[:, 9:], b[:, 9:])
+    assert all(not torch.equal(a[:, p], b[:, p]) for p in range(5, 9))
+    # inside the window the windowed copy is the model itself
+    with torch.no_grad():
+        assert torch.allclose(w(x[:, :4]), model(x[:, :4]), atol=1e-5)
+    # two layers: a byte reaches at most 2 x (size - 1) positions further, through the layer below
+    tinytf.seed_everything(0)
+    deep = tinytf.TinyTransformer(TinyConfig(n_layers=2, max_seq_len=16)).eval()
+    wd = C.windowed(deep, 4, max_seq_len=64)
+    with torch.no_grad():
+        a, b = wd(x), wd(changed)
+    assert torch.equal(a[:, 12:], b[:, 12:]) and not torch.equal(a[:, 11], b[:, 11])
+    with pytest.raises(TinyTFInputError, match="sliding_window"):
+        C.windowed(w, 2)
+
+
 def test_attention_entropy_and_yarn_temperature():
     model = small_model()
     data = torch.randint(0, 256, (2000,), generator=torch.Generator().manual_seed(0), dtype=torch.long).to(torch.uint8)
@@ -95,7 +125,9 @@ def test_recorded_measurement_supports_the_chapter(results):
     assert results["seq_len"] == 512 and results["n_windows"] >= 64
     assert results["corpus_sha256"] == info["corpus"]["sha256"]
     curves = {k: torch.tensor(v, dtype=torch.float64) for k, v in results["bpb_by_position"].items()}
-    assert set(curves) == {"1", "linear 2", "linear 4", "yarn 4"} and all(len(c) == 512 for c in curves.values())
+    assert set(curves) == set(C.CONDITIONS) == {"1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32",
+                                                "window 8"}
+    assert all(len(c) == 512 for c in curves.values())
     for key, bands in results["bands"].items():
         assert bands == pytest.approx({k: round(v, 4) for k, v in C.band_means(curves[key]).items()}, abs=2e-4)
     shipped, uni = results["bands"]["1"], results["baselines"]["unigram"]
@@ -109,3 +141,12 @@ def test_recorded_measurement_supports_the_chapter(results):
     assert results["bands"]["linear 4"]["0-32"] > shipped["0-32"] + 1
     # YaRN by 4 keeps the fast pairs: far better than the shipped model past 256, worse than it inside 128
     assert results["bands"]["yarn 4"]["384-512"] < shipped["384-512"] - 1
+    # the same weights with every layer limited to a sliding window hold their loss past 128: no offset over
+    # size - 1 occurs; inside the first 128 positions a window of 128 changes nothing
+    win = {n: results["bands"][f"window {n}"] for n in (128, 32, 8)}
+    assert win[128]["0-32"] == shipped["0-32"] and win[128]["96-128"] == shipped["96-128"]
+    assert all(v < shipped["96-128"] + 0.1 for k, v in win[128].items() if k != "0-32")
+    assert win[128]["384-512"] < shipped["384-512"] - 3
+    # a window of 8 keys per layer costs about 0.1 bit per byte against 128 beyond the first 32 positions
+    assert all(0 < win[8][k] - win[128][k] < 0.15 for k in win[8] if k != "0-32")
+    assert all(win[128][k] <= win[32][k] <= win[8][k] for k in win[8])

@@ -4,15 +4,20 @@
 (bits per byte) at every position of the window: position t is the prediction of byte t + 1 from bytes
 0..t. ``interpolated`` returns the same model with linear position interpolation: every RoPE frequency
 divided by ``factor`` (``TinyConfig.rope_scaling``), so that position ``factor * t`` gets the angles position
-t had in training; no weight changes (RoPE has none), no fine-tuning.
+t had in training; no weight changes (RoPE has none), no fine-tuning. ``windowed`` returns the same model with
+every layer limited to a sliding window (``TinyConfig.sliding_window``): each query sees only its last ``size``
+keys, so no query-key offset larger than ``size - 1`` ever occurs, however long the window of text.
 
 ``python -m tinytf.lab.context_length`` (or ``scripts/context_length.py``) measures text-4l on 512-byte
-windows of its validation split, as it is, interpolated linearly by 2 and 4 and with YaRN by 4, and writes ``RESULTS_PATH``, which
-chapter 11 loads:
+windows of its validation split, as it is, interpolated linearly by 2 and 4 and with YaRN by 4, and with every
+layer limited to a sliding window of 128, 32 and 8 keys, and writes ``RESULTS_PATH``, which chapter 11 loads:
 
     results = load_results()
     results["bpb_by_position"]["1"]  # 512 numbers: bits per byte at positions 0..511, as shipped
     results["bpb_by_position"]["linear 4"]  # the same with every RoPE frequency divided by 4
+    results["bpb_by_position"]["window 128"]  # the same weights, each query seeing only its last 128 keys
+
+(keys "1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32", "window 8").
 
 ``attention_entropy`` measures, per window, how spread each query's attention is (in bits) and the bits per byte,
 with every attention score optionally multiplied by YaRN's temperature (``yarn_logit_scale``).
@@ -27,7 +32,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..config import RopeScaling
+from ..config import RopeScaling, SlidingWindow
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer
 from ..positions import yarn_mscale
@@ -84,6 +89,22 @@ def interpolated(model, factor: float, kind: str = "linear", max_seq_len=None, t
                else RopeScaling("yarn", float(factor), original_max_seq_len=cfg.max_seq_len,
                                 attention_factor=None if temperature else 1.0))
     new_cfg = cfg.replace(rope_scaling=scaling, max_seq_len=new_len)
+    with torch.random.fork_rng(devices=[]):
+        out = TinyTransformer(new_cfg)
+    out.load_state_dict(model.state_dict())
+    return out.eval()
+
+
+def windowed(model, size: int, max_seq_len=None):
+    """A copy of ``model`` with every layer local: each query sees only its last ``size`` keys, itself included
+    (``TinyConfig(sliding_window=SlidingWindow(size))``, chapter 10), so no query-key offset over ``size - 1``
+    ever occurs. Declared ``max_seq_len`` = ``max_seq_len`` (None: the model's). The weights are the same values
+    and the positions are unchanged; nothing is trained."""
+    cfg = model.config
+    if cfg.sliding_window is not None:
+        raise TinyTFInputError("windowed: the model already has a sliding_window")
+    new_cfg = cfg.replace(sliding_window=SlidingWindow(size),
+                          max_seq_len=max_seq_len if max_seq_len is not None else cfg.max_seq_len)
     with torch.random.fork_rng(devices=[]):
         out = TinyTransformer(new_cfg)
     out.load_state_dict(model.state_dict())
@@ -148,13 +169,17 @@ def load_results(path=None) -> dict:
         raise TinyTFInputError(f"{path}: not found; run python -m tinytf.lab.context_length to measure it") from None
 
 
-CONDITIONS = {"1": ("linear", 1), "linear 2": ("linear", 2), "linear 4": ("linear", 4), "yarn 4": ("yarn", 4)}
+CONDITIONS = {"1": ("linear", 1), "linear 2": ("linear", 2), "linear 4": ("linear", 4), "yarn 4": ("yarn", 4),
+              "window 128": ("window", 128), "window 32": ("window", 32), "window 8": ("window", 8)}
+"""{key: (kind, value)} measured by ``measure``: kind "linear" or "yarn" with the factor of ``interpolated``
+(("linear", 1) is the model as shipped), or "window" with the ``size`` of ``windowed``."""
 
 
 def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, conditions=CONDITIONS,
             progress: bool = True) -> dict:
     """Bits per byte by position of checkpoint ``name`` on ``n_windows`` windows of ``seq_len`` bytes of its
-    validation split, for each condition {key: (kind, factor)} (factor 1 = the model as shipped). One torch
+    validation split, for each condition {key: (kind, value)}: ("linear" or "yarn", factor) through
+    ``interpolated`` (("linear", 1) = the model as shipped), ("window", size) through ``windowed``. One torch
     thread."""
     info = pretrained.info(name)
     corpus = textdata.stdlib_corpus()
@@ -171,7 +196,10 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
     try:
         curves = {}
         for key, (kind, f) in conditions.items():
-            m = model if f == 1 else interpolated(model, f, kind)
+            if kind == "window":
+                m = windowed(model, f, max_seq_len=seq_len)
+            else:
+                m = model if f == 1 else interpolated(model, f, kind)
             curves[key] = bits_by_position(m, corpus.val, n_windows, seq_len,
                                               progress=bar.update if bar is not None else None)
         windows = textdata.eval_windows(corpus.val, n_windows, seq_len)
@@ -190,7 +218,8 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
         "n_windows": n, "seq_len": seq_len,
         "measured": "float16-stored weights loaded as float32, one torch thread; position t = the prediction of "
                     "byte t + 1 from bytes 0..t; 'linear f': RopeScaling('linear', f); 'yarn f': RopeScaling('yarn', f, "
-                    "original_max_seq_len=128); no fine-tuning",
+                    "original_max_seq_len=128); 'window n': every layer limited to a sliding window of n keys "
+                    "(SlidingWindow(n)), the same weights; no fine-tuning",
         "torch_version": torch.__version__, "seconds": round(time.perf_counter() - t0, 1),
         "baselines": {"unigram": round(unigram, 4), "bigram": round(bigram, 4)},
         "bpb_by_position": {f: [round(float(x), 4) for x in c] for f, c in curves.items()},
@@ -201,7 +230,7 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
 def main(argv=None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(description="bits per byte by position of text-4l, as shipped and interpolated")
+    p = argparse.ArgumentParser(description="bits per byte by position of text-4l, as shipped, interpolated and windowed")
     p.add_argument("--windows", type=int, default=128)
     p.add_argument("--seq-len", type=int, default=512)
     p.add_argument("--out", type=Path, default=RESULTS_PATH)
