@@ -1,4 +1,4 @@
-"""The recorded other-seed runs (scripts/seed_spread.py, tinytf.lab.seed_spread): their seed-0 rows are the
+"""The recorded other-seed runs (scripts/other_seeds.py, tinytf.lab.other_seeds): their seed-0 rows are the
 shipped checkpoints, measured as the chapters measure them, and the tables and loader behave."""
 import json
 
@@ -7,22 +7,22 @@ import torch
 
 import tinytf
 from tinytf.errors import TinyTFInputError
-from tinytf.lab import ablation, head_stats, pretrained, seed_spread
+from tinytf.lab import ablation, head_stats, other_seeds, pretrained
 
-SPREAD = seed_spread.load_results()
+RUNS = other_seeds.load_results()
 
 
 def test_text_seed0_is_the_shipped_model():
-    row = SPREAD["text-4l"]["0"]
+    row = RUNS["text-4l"]["0"]
     assert row["val_bpb"] == pytest.approx(pretrained.info("text-4l")["metrics"]["val_bpb"], abs=0.02)
     summary = ablation.summarise(ablation.load_results()["bits"], 4)  # chapter 12's recorded ablations
-    for label in seed_spread.ABLATIONS:
+    for label in other_seeds.ABLATIONS:
         assert row[label] == pytest.approx(summary[label]["mean"], abs=0.02), label
 
 
 def test_reversal_seed0_matches_a_live_measurement():
     torch.set_num_threads(1)
-    row = SPREAD["reversal-2l"]["0"]
+    row = RUNS["reversal-2l"]["0"]
     live = head_stats.anti_diagonal_summary(tinytf.pretrained("reversal-2l"), "reversal-2l", n_samples=row["n_samples"])
     assert [s.mean for s in live["uniform_multiple"]] == pytest.approx(row["uniform_multiple"], abs=1e-3)
     info = pretrained.info("reversal-2l")["metrics"]
@@ -30,24 +30,24 @@ def test_reversal_seed0_matches_a_live_measurement():
 
 
 def test_every_run_is_recorded_with_its_seed():
-    assert len(SPREAD["text-4l"]) >= 2 and len(SPREAD["reversal-2l"]) >= 3
-    for rows in (SPREAD["text-4l"], SPREAD["reversal-2l"]):
+    assert len(RUNS["text-4l"]) >= 2 and len(RUNS["reversal-2l"]) >= 3
+    for rows in (RUNS["text-4l"], RUNS["reversal-2l"]):
         assert "0" in rows and all(int(s) >= 0 for s in rows)
-    for row in SPREAD["text-4l"].values():
-        assert set(row) == {"val_bpb", *seed_spread.ABLATIONS}
-        assert all(row[label] > row["val_bpb"] for label in seed_spread.ABLATIONS)  # every ablation costs bits
+    for row in RUNS["text-4l"].values():
+        assert set(row) == {"val_bpb", *other_seeds.ABLATIONS}
+        assert all(row[label] > row["val_bpb"] for label in other_seeds.ABLATIONS)  # every ablation costs bits
 
 
 def test_tables_have_one_row_per_seed():
-    text = seed_spread.format_text_table(SPREAD).splitlines()
-    assert len(text) == 2 + len(SPREAD["text-4l"]) and text[2].endswith("(shipped)")
-    rev = seed_spread.format_reversal_table(SPREAD).splitlines()
-    assert len(rev) == 2 + len(SPREAD["reversal-2l"]) and "block 1: x uniform" in rev[0]
+    text = other_seeds.format_text_table(RUNS).splitlines()
+    assert len(text) == 2 + len(RUNS["text-4l"]) and text[2].endswith("(shipped)")
+    rev = other_seeds.format_reversal_table(RUNS).splitlines()
+    assert len(rev) == 2 + len(RUNS["reversal-2l"]) and "block 1: x uniform" in rev[0]
 
 
 def test_missing_or_foreign_file_is_a_clear_error(tmp_path):
-    with pytest.raises(TinyTFInputError, match="seed_spread.py"):
-        seed_spread.load_results(tmp_path / "none.json")
+    with pytest.raises(TinyTFInputError, match="other_seeds.py"):
+        other_seeds.load_results(tmp_path / "none.json")
     (tmp_path / "other.json").write_text(json.dumps({"bits": {}}))
-    with pytest.raises(TinyTFInputError, match="seed-spread"):
-        seed_spread.load_results(tmp_path / "other.json")
+    with pytest.raises(TinyTFInputError, match="other-seeds"):
+        other_seeds.load_results(tmp_path / "other.json")

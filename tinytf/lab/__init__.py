@@ -13,8 +13,8 @@ hooks, tracing, generation) is what a Transformer *is*; the laboratory is what t
   sublayer's update against the stream), ``context_length`` (loss by position past the trained length,
   position interpolation), ``frontier`` (chapter 10: how far sliding-window layers reach, attention logits
   growing with and without QK-norm; ``python -m tinytf record-qk-norm``), ``prefill_decode`` (FLOPs per byte and time per token of the two phases, time per generation step naive and cached), ``padding`` (batches of different
-  lengths and their key-padding masks), ``seed_spread`` (the shipped checkpoints against the same recipe trained
-  from other seeds; ``scripts/seed_spread.py``);
+  lengths and their key-padding masks), ``other_seeds`` (the shipped checkpoints against the same recipe trained
+  from other seeds; ``scripts/other_seeds.py``);
 * calculators and readers: ``parameters``, ``cache_memory``, ``review`` (the block reviewer), ``hf``
   (Hugging Face configs and weights), ``interop`` (PyTorch's own modules);
 * the book itself: ``exercises`` (implement-and-check), ``book`` (the Colab/Binder set-up cell),

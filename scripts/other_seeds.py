@@ -1,14 +1,14 @@
-"""Seed spread: retrain text-4l and reversal-2l from other seeds and measure every run, the shipped one included.
+"""Other seeds: retrain text-4l and reversal-2l from other seeds and measure every run, the shipped one included.
 
 Each shipped checkpoint is seed 0 of its recipe. This script trains the same recipe with other seeds (the
 command recorded in each sidecar, plus ``--seed``), into a scratch directory (the weights are not shipped), and
-measures each run with ``tinytf.lab.seed_spread``: text-4l's held-out bits per byte, intact and with every
+measures each run with ``tinytf.lab.other_seeds``: text-4l's held-out bits per byte, intact and with every
 block's attention or FFN zeroed or mean-ablated; reversal-2l's accuracy on fresh strings and each decoder block's
-anti-diagonal cross-attention. Writes tinytf/checkpoints/seed-spread.json, which the lab notes of chapters 7, 8
+anti-diagonal cross-attention. Writes tinytf/checkpoints/other-seeds.json, which the lab notes of chapters 7, 8
 and 12 load.
 
-    python scripts/seed_spread.py                       # trains text seed 1 and reversal seeds 1, 2, then measures
-    python scripts/seed_spread.py --work /tmp/seeds     # reuse checkpoints already trained there (DIR/text1, DIR/rev1, ...)
+    python scripts/other_seeds.py                       # trains text seed 1 and reversal seeds 1, 2, then measures
+    python scripts/other_seeds.py --work /tmp/seeds     # reuse checkpoints already trained there (DIR/text1, DIR/rev1, ...)
 
 One thread per run. Measured on the project's 2-core machine: reversal-2l about 20 s to 2 min per seed, text-4l
 about 24 min (quiet machine) to 45 min (busy); the measurements about 1 minute.
@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 import tinytf
-from tinytf.lab import pretrained, seed_spread, textdata
+from tinytf.lab import other_seeds, pretrained, textdata
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {"text-4l": ("text", "small", "text"), "reversal-2l": ("reversal", "tiny", "rev")}
@@ -51,11 +51,11 @@ def main():
     parser.add_argument("--work", default=None, help="scratch directory for the extra runs (default: a temporary one)")
     parser.add_argument("--text-seeds", type=int, nargs="*", default=[1])
     parser.add_argument("--reversal-seeds", type=int, nargs="*", default=[1, 2])
-    parser.add_argument("--out", default=str(seed_spread.RESULTS_PATH))
+    parser.add_argument("--out", default=str(other_seeds.RESULTS_PATH))
     args = parser.parse_args()
     torch.set_num_threads(1)
     start = time.time()
-    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="seed-spread-"))
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="other-seeds-"))
     work.mkdir(parents=True, exist_ok=True)
     corpus = textdata.stdlib_corpus()
     result = {"settings": {
@@ -69,7 +69,7 @@ def main():
         "text-4l": {}, "reversal-2l": {}}
     for seed in [0] + args.text_seeds:
         model = tinytf.pretrained("text-4l") if seed == 0 else pretrained.load_checkpoint(checkpoint(work, "text-4l", seed))
-        result["text-4l"][str(seed)] = {k: round(v, 5) for k, v in seed_spread.measure_text(model.eval(), corpus).items()}
+        result["text-4l"][str(seed)] = {k: round(v, 5) for k, v in other_seeds.measure_text(model.eval(), corpus).items()}
         print("text-4l seed", seed, result["text-4l"][str(seed)], flush=True)
     for seed in [0] + args.reversal_seeds:
         if seed == 0:
@@ -77,15 +77,15 @@ def main():
         else:
             model = pretrained.load_checkpoint(checkpoint(work, "reversal-2l", seed))
             info = model.checkpoint_info
-        r = seed_spread.measure_reversal(model.eval(), info["metrics"])
+        r = other_seeds.measure_reversal(model.eval(), info["metrics"])
         result["reversal-2l"][str(seed)] = {k: (round(v, 5) if isinstance(v, float) else
                                                 [round(x, 5) for x in v] if isinstance(v, list) else v)
                                             for k, v in r.items()}
         print("reversal-2l seed", seed, result["reversal-2l"][str(seed)], flush=True)
     result["settings"]["measure_seconds"] = round(time.time() - start, 1)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    print(seed_spread.format_text_table(result))
-    print(seed_spread.format_reversal_table(result))
+    print(other_seeds.format_text_table(result))
+    print(other_seeds.format_reversal_table(result))
     print(f"wrote {args.out}")
 
 

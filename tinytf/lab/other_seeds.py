@@ -1,13 +1,13 @@
-"""Seed spread: the shipped checkpoints next to the same recipe trained from other seeds.
+"""Other seeds: the shipped checkpoints next to the same recipe trained from other seeds.
 
-    from tinytf.lab import seed_spread
-    spread = seed_spread.load_results()          # measured once by scripts/seed_spread.py, shipped with tinytf
-    print(seed_spread.format_text_table(spread))       # text-4l: held-out bits per byte and the four ablations
-    print(seed_spread.format_reversal_table(spread))   # reversal-2l: accuracy and the anti-diagonal, per seed
+    from tinytf.lab import other_seeds
+    runs = other_seeds.load_results()            # measured once by scripts/other_seeds.py, shipped with tinytf
+    print(other_seeds.format_text_table(runs))         # text-4l: held-out bits per byte and the four ablations
+    print(other_seeds.format_reversal_table(runs))     # reversal-2l: accuracy and the anti-diagonal, per seed
 
 Every shipped checkpoint is one training run, seed 0. A number measured on it (text-4l's 2.03 bits per byte,
 chapter 12's ablations, reversal-2l's anti-diagonal block) says how *that* run turned out; whether the recipe
-gives it again is a question about other seeds. ``scripts/seed_spread.py`` retrains each recipe with the same
+gives it again is a question about other seeds. ``scripts/other_seeds.py`` retrains each recipe with the same
 command and another ``--seed`` (the weights of those runs are not shipped; the script writes them to a scratch
 directory) and measures every run, the shipped one included, with the same functions the chapters use:
 
@@ -26,21 +26,21 @@ from pathlib import Path
 from ..errors import TinyTFInputError
 from . import ablation, head_stats, textdata
 
-RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "seed-spread.json"
+RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "other-seeds.json"
 ABLATIONS = ("attn zero", "ffn zero", "attn mean", "ffn mean")
 
 
 def load_results(path=None) -> dict:
-    """The recorded seed spread: {"text-4l": {seed: {...}}, "reversal-2l": {seed: {...}}, "settings": {...}}
+    """The recorded runs of each recipe: {"text-4l": {seed: {...}}, "reversal-2l": {seed: {...}}, "settings": {...}}
     (seeds are strings, as JSON keys)."""
     path = Path(path) if path is not None else RESULTS_PATH
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise TinyTFInputError(f"{path}: not found; run python scripts/seed_spread.py to measure it") from None
+        raise TinyTFInputError(f"{path}: not found; run python scripts/other_seeds.py to measure it") from None
     for key in ("text-4l", "reversal-2l", "settings"):
         if key not in data:
-            raise TinyTFInputError(f"{path}: no {key!r} entry; is it a seed-spread file?")
+            raise TinyTFInputError(f"{path}: no {key!r} entry; is it an other-seeds file?")
     return data
 
 
