@@ -462,6 +462,21 @@ def combine(*parts: dict) -> dict:
     return out
 
 
+#: the study's extensions, compare_blocks_<part>.json: each trains one or two variants at one more peak rate, beyond
+#: the edge of the grid where that variant's best rate sat (2017 and 2017 + pre-norm at 0.002, Llama-3-style and
+#: Llama-3-style + MHA at 0.032)
+EXTENSION_PARTS = ("2017_lr0.002", "prenorm_lr0.002", "2026_lr0.032")
+
+
+def load_study(directory=None) -> dict:
+    """Chapter 9's study as the chapter reads it: the shipped grid (``load_results()``: every variant x 2 warm-ups x
+    3 peak rates x seeds 0-2) with the runs at one more rate where a variant's best rate sat at the edge of the
+    grid (``EXTENSION_PARTS``), joined by ``extend``, so each variant keeps its own rates (``lrs_for``)."""
+    directory = Path(directory) if directory is not None else RESULTS_PATH.parent
+    study = load_results(directory / RESULTS_PATH.name)
+    return extend(study, *(load_results(directory / f"compare_blocks_{part}.json") for part in EXTENSION_PARTS))
+
+
 CONFIRM_PARTS = ("2017", "prenorm", "llama", "scaled", "mha")  # compare_blocks_confirm_<part>.json
 
 
@@ -840,6 +855,10 @@ QUESTIONS = (("(1) the norm's position", "2017", "2017 + pre-norm"),
              ("(3) grouped-query attention", "Llama-3-style + MHA", "Llama-3-style"),
              ("(4) five swaps + unscaled embeddings", "Llama-3-style", "2017 + pre-norm"))
 
+#: for each of ``QUESTIONS``, the block that carries the newer change: b in (1) to (3), a in (4) (the other swaps);
+#: ``sign_table(..., newer=NEWER)`` then says in words whether that block had the lower loss
+NEWER = ("2017 + pre-norm", "Llama-3-style", "Llama-3-style", "Llama-3-style")
+
 #: chapter 9's confirmation (section 9.3.2, seeds 3-12): its six pairs (short label, a, b), compared as a - b, in the
 #: chapter's order: questions (1) to (4), then (4) split into scaling the embeddings and the other swaps
 CONFIRM_PAIRS = (("(1) norm", "2017", "2017 + pre-norm"),
@@ -850,19 +869,32 @@ CONFIRM_PAIRS = (("(1) norm", "2017", "2017 + pre-norm"),
                  ("(4) rest", "Llama-3-style + scaled emb.", "2017 + pre-norm"))
 
 
-def sign_table(results: dict, groupings=None, questions=QUESTIONS) -> str:
+def sign_table(results: dict, groupings=None, questions=QUESTIONS, newer=None) -> str:
     """Plain text, one line per question: in how many seeds a - b > 0 (b lower), for each grouping (a label and
     the ``paired_differences`` keywords; default: each warm-up, then each variant at its best cell), and whether
-    every grouping has the same sign in every seed."""
+    every grouping has the same sign in every seed. With ``newer`` (one block name per question, a or b, e.g.
+    ``NEWER``) a last column says in words whether that block had the lower loss: "yes, every seed" (in every
+    seed of every grouping), "no, no seed" (in none) or "mixed"."""
     groupings = groupings or [(f"W = {w}", dict(warmup=w)) for w in warmups_of(results)] + [("best", {})]
+    if newer is not None and (len(newer) != len(questions)
+                              or any(nw not in (a, b) for nw, (_, a, b) in zip(newer, questions))):
+        raise TinyTFInputError("sign_table: newer must name a or b of each question, one per question")
     lines = [f"{'a vs b: seeds where a - b > 0 (b lower)':46}" + "".join(f"{g:>8}" for g, _ in groupings)
-             + "  same sign"]
-    for question, a, b in questions:
+             + "  same sign" + ("  newer block lower?" if newer is not None else "")]
+    for i, (question, a, b) in enumerate(questions):
         diffs = [[d for _, d in paired_differences(results, a, b, **how)] for _, how in groupings]
         n = [sum(d > 0 for d in ds) for ds in diffs]
         same = "yes" if all(k == len(ds) for k, ds in zip(n, diffs)) or not any(n) else "no"
-        lines.append(f"{question[:3] + ' ' + pair_label(a, b):46}"
-                     + "".join(f"{k:>6}/{len(ds)}" for k, ds in zip(n, diffs)) + f"  {same}")
+        line = f"{question[:3] + ' ' + pair_label(a, b):46}" + "".join(f"{k:>6}/{len(ds)}" for k, ds in zip(n, diffs))
+        if newer is None:
+            lines.append(line + f"  {same}")
+            continue
+        b_every = all(k == len(ds) for k, ds in zip(n, diffs))  # b lower in every seed of every grouping
+        if same == "no":
+            words = "mixed"
+        else:
+            words = "yes, every seed" if b_every == (newer[i] == b) else "no, no seed"
+        lines.append(line + f"  {same:9}  {words}")
     return "\n".join(lines)
 
 
