@@ -26,6 +26,21 @@ def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
     return table
 
 
+def diagonal_spread(S: torch.Tensor) -> float:
+    """How far a square matrix ``S`` [T, T] is from depending only on the offset of its entries:
+    the largest (max - min) along any diagonal, divided by (max - min) of all of ``S``.
+    0 when every diagonal is constant (a function of m - n alone); about 1 when a diagonal
+    varies as much as the whole matrix."""
+    if S.dim() != 2 or S.shape[0] != S.shape[1]:
+        raise TinyTFInputError(f"diagonal_spread: expected a square [T, T] matrix, got shape {list(S.shape)}")
+    T = S.shape[0]
+    worst = max((d.max() - d.min()).item() for d in (torch.diagonal(S, k) for k in range(-T + 1, T)))
+    whole = (S.max() - S.min()).item()
+    if whole == 0:
+        raise TinyTFInputError("diagonal_spread: every entry of S is equal; the spread is undefined")
+    return worst / whole
+
+
 class _Additive(nn.Module):
     def __init__(self, max_seq_len: int):
         super().__init__()

@@ -138,3 +138,26 @@ def test_every_layer_of_a_model_shares_nothing_but_computes_each_table_once():
         assert calls == [16, 16, 16]  # once per layer for the first forward (16 = next power of two), then never
     finally:
         tinytf.positions.rope_angles = original
+
+
+def test_diagonal_spread():
+    """0 for a matrix that depends on m - n only (RoPE scores of one repeated token); 1 when a diagonal spans
+    the whole range; matches the chapter 1 definition; rejects non-square input."""
+    from tinytf.errors import TinyTFInputError
+    from tinytf.positions import diagonal_spread
+
+    toeplitz = torch.tensor([[float(m - n) for n in range(5)] for m in range(5)])
+    assert diagonal_spread(toeplitz) == 0
+    assert diagonal_spread(torch.tensor([[0.0, 1.0], [2.0, 1.0]])) == pytest.approx(0.5)
+    assert diagonal_spread(torch.tensor([[0.0, 5.0], [5.0, 1.0]])) == pytest.approx(0.2)
+    assert diagonal_spread(torch.tensor([[0.0, 0.0], [0.0, 1.0]])) == pytest.approx(1.0)
+    P = tinytf.sinusoidal_table(32, 64)
+    assert diagonal_spread(P @ P.T) < 1e-5
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(TinyConfig())
+    _, tr = model.run_with_trace(tinytf.encode("a" * 12))
+    assert diagonal_spread(tr["blocks.0.attn.scores"][0, 0]) < 1e-5
+    with pytest.raises(TinyTFInputError):
+        diagonal_spread(torch.zeros(2, 3))
+    with pytest.raises(TinyTFInputError):
+        diagonal_spread(torch.ones(3, 3))
