@@ -20,7 +20,7 @@ from .errors import TinyTFInputError
 from .seeding import seed_everything
 from .tokens import encode, decode, token_labels
 from .norms import RMSNorm, LayerNorm, make_norm
-from .ffn import MLP, SwiGLU, make_dense_ffn
+from .ffn import MLP, SwiGLU, make_dense_ffn, llama_hidden_size, zero_count_table
 from .moe import MoE, RouterTopK
 from .positions import RoPE, SinusoidalPositions, LearnedPositions, sinusoidal_table, rope_angles
 from .attention import attention, causal_mask, Attention, KVCache, LayerCache, WindowLayerCache, sliding_window_mask

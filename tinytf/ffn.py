@@ -56,6 +56,37 @@ class GeGLU(SwiGLU):
 GATED = {"swiglu": SwiGLU, "geglu": GeGLU}
 
 
+def llama_hidden_size(d_model: int, multiplier: float | None = None, multiple_of: int = 256,
+                      steps: bool = False):
+    """The FFN width ``d_ff`` of Meta's Llama reference code (class ``FeedForward`` in ``llama/model.py``).
+
+    From ``hidden_dim = 4 * d_model``: two thirds, rounded down; times ``multiplier`` (``ffn_dim_multiplier``)
+    if given, rounded down; then *up* to a multiple of ``multiple_of``. Returns the width, or with
+    ``steps=True`` the list of every step (``[4d, 2/3 of it, (times the multiplier,) rounded up]``).
+    Llama 1 7B: ``llama_hidden_size(4096)`` is 11008; Llama 3 8B:
+    ``llama_hidden_size(4096, 1.3, 1024)`` is 14336."""
+    chain = [4 * d_model]
+    chain.append(int(2 * chain[-1] / 3))
+    if multiplier is not None:
+        chain.append(int(multiplier * chain[-1]))
+    chain.append(multiple_of * ((chain[-1] + multiple_of - 1) // multiple_of))
+    return chain if steps else chain[-1]
+
+
+def zero_count_table(hidden: dict) -> str:
+    """A text table of exact zeros in FFN hidden tensors, one row per ``label: tensor [T, d_ff]``.
+
+    Columns: how many values are exactly 0 (and their share), and how many of the ``d_ff`` units are 0 at
+    every one of the ``T`` positions (silent on this text)."""
+    lines = [f"{'hidden tensor [T, d_ff]':25} {'exactly 0 (share)':>17}  units 0 for every token"]
+    for label, h in hidden.items():
+        n_zero = int((h == 0).sum())  # a count: 0 means no exact zero at all
+        silent = int((h == 0).all(dim=0).sum())  # units zero at every position
+        zero = f"{n_zero:,} ({n_zero / h.numel():.1%})"
+        lines.append(f"{label:25} {zero:>17}  {silent:>6} of {h.shape[-1]}")
+    return "\n".join(lines)
+
+
 def make_dense_ffn(cfg: TinyConfig) -> nn.Module:
     """The dense FFN a config asks for, of width d_ff: gated (SwiGLU, GeGLU) or a two-matrix MLP. (A layer's
     FFN, dense or a mixture of experts, is chosen by ``tinytf.blocks.make_ffn``.)"""

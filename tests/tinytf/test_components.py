@@ -83,6 +83,26 @@ def test_mlp_is_two_matrices_with_activation(act, fn):
     close(ffn(x), fn(x @ ffn.up.weight.T + ffn.up.bias) @ ffn.down.weight.T + ffn.down.bias)
 
 
+@pytest.mark.parametrize("d_model, multiplier, multiple_of, d_ff", [
+    (4096, None, 256, 11008),  # Llama 1 7B (and Llama 2 7B)
+    (4096, 1.3, 1024, 14336),  # Llama 3 8B
+    (8192, 1.3, 4096, 28672),  # Llama 2 70B
+])
+def test_llama_hidden_size_matches_released_models(d_model, multiplier, multiple_of, d_ff):
+    assert tinytf.llama_hidden_size(d_model, multiplier, multiple_of) == d_ff
+    steps = tinytf.llama_hidden_size(d_model, multiplier, multiple_of, steps=True)
+    assert steps[0] == 4 * d_model and steps[-1] == d_ff and len(steps) == (3 if multiplier is None else 4)
+
+
+def test_zero_count_table_counts_exact_zeros_and_silent_units():
+    h = torch.tensor([[0.0, 1.0, 0.0], [0.0, -2.0, 3.0]])  # [T=2, d_ff=3]: unit 0 silent, 3 zeros
+    table = tinytf.zero_count_table({"h": h, "dense": torch.ones(2, 3)})
+    lines = table.splitlines()
+    assert len(lines) == 3 and "exactly 0" in lines[0]
+    assert "3 (50.0%)" in lines[1] and lines[1].endswith("1 of 3")
+    assert "0 (0.0%)" in lines[2] and lines[2].endswith("0 of 3")
+
+
 def test_make_ffn_follows_config():
     assert isinstance(tinytf.make_ffn(TinyConfig()), tinytf.SwiGLU)
     mlp = tinytf.make_ffn(TinyConfig(ffn="gelu", bias=True))
