@@ -95,3 +95,36 @@ def test_cut_accuracy_by_target_bad_input():
         CA.cut_accuracy_by_target(model, "induction-2l", n_samples=2)
     with pytest.raises(ValueError, match="EncoderDecoder"):
         CA.cut_accuracy_by_target(tinytf.pretrained("induction-2l"))
+
+
+def test_format_one_mode_with_a_baseline(result):
+    base = CA.position_guess_accuracy(result["lengths"], 4)
+    text = CA.format_cross_ablation(result, modes=("zero",), baseline=base)
+    lines = text.splitlines()
+    assert lines[0].split() == ["cross-attention", "cut", "strings", "exact", "tokens", "right"]
+    assert len(lines) == 6 and lines[-1].startswith("position-only guess") and lines[-1].endswith("14%")
+    assert all(len(line) <= 80 for line in lines) and "mean" not in lines[0]
+    # the default keeps both replacements and no baseline row
+    assert CA.format_cross_ablation(result).splitlines()[1:] != lines[1:5]
+    with pytest.raises(tinytf.TinyTFInputError, match="modes"):
+        CA.format_cross_ablation(result, modes=("ones",))
+
+
+def test_position_guess_accuracy():
+    # one string of length 4: 5 targets; its <eos> right, and 4 letters right 1 time in 26 each
+    assert CA.position_guess_accuracy([4], 4) == pytest.approx((1 + 4 / 26) / 5)
+    # the chapter's 180 strings, 20 at each length 4..12
+    lengths = [4 + s % 9 for s in range(180)]
+    assert round(CA.position_guess_accuracy(lengths, 4), 3) == 0.141
+    # checked against a simulation of the guess on random strings
+    g = torch.Generator().manual_seed(0)
+    hits = []
+    for n in lengths:
+        letters = torch.randint(26, (n,), generator=g)
+        guess = torch.randint(26, (4,), generator=g)
+        hits.append((1 + int((letters[:4] == guess).sum())) / (n + 1))
+    assert abs(sum(hits) / len(hits) - CA.position_guess_accuracy(lengths, 4)) < 0.01
+    with pytest.raises(tinytf.TinyTFInputError, match="lengths"):
+        CA.position_guess_accuracy([3], 4)
+    with pytest.raises(tinytf.TinyTFInputError, match="n_letters"):
+        CA.position_guess_accuracy([4], 4, n_letters=0)

@@ -9,6 +9,7 @@ from the source), and count what the reversal model still gets right:
     r["zero"]["block 1"]["exact"]         # strings whose every next token (letters and <eos>) is the top score
     r["mean"]["block 1"]["accuracy"]      # Spread of each string's share of next tokens that are the top score
     print(format_cross_ablation(r))
+    print(format_cross_ablation(r, modes=("zero",), baseline=position_guess_accuracy(r["lengths"], 4)))
 
 Two replacements: ``zero`` (the block adds nothing from the source) and ``mean`` (it adds its average output over
 every target position of the intact run on the same strings, one [C] vector per block put in at every position
@@ -124,22 +125,49 @@ def cut_accuracy_by_target(model, name: str = "reversal-2l", n_samples: int = 18
     return {key: tuple(v) for key, v in counts.items()}
 
 
-def format_cross_ablation(result: dict) -> str:
+def position_guess_accuracy(lengths, min_length: int, n_letters: int = 26) -> float:
+    """The mean share of correct next tokens per string that a guess blind to the source gets in expectation on
+    reversal strings of these ``lengths``: it sees only the position, so it predicts ``<eos>`` at every position
+    from ``min_length`` on (where a string can first end) and a random letter before (right 1 time in
+    ``n_letters``). A string of length L has L + 1 targets; the guess gets its ``<eos>`` and, in expectation,
+    min_length / n_letters of its first letters. For lengths 4 to 12, 20 of each: 0.141."""
+    lengths = list(lengths)
+    if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < min_length for n in lengths):
+        raise TinyTFInputError(f"position_guess_accuracy: lengths must be ints >= min_length {min_length}, "
+                               f"got {lengths!r}")
+    if isinstance(n_letters, bool) or not isinstance(n_letters, int) or n_letters < 1:
+        raise TinyTFInputError(f"position_guess_accuracy: n_letters must be an int >= 1, got {n_letters!r}")
+    return sum((1 + min_length / n_letters) / (n + 1) for n in lengths) / len(lengths)
+
+
+def format_cross_ablation(result: dict, modes=MODES, baseline=None) -> str:
     """The result of ``cross_attention_ablation`` as a table under 80 characters a line: per condition and
-    replacement, the exact strings (counted) and the mean share of correct next tokens in % ± its standard error
-    (over strings, stratified by length), to 2 significant digits."""
+    replacement (``modes``: both by default, or one of them), the exact strings (counted) and the mean share of
+    correct next tokens in % ± its standard error (over strings, stratified by length), to 2 significant digits.
+    ``baseline``, a share such as ``position_guess_accuracy``'s, adds a last row "position-only guess" with it."""
     if not isinstance(result, dict) or not all(k in result for k in ("conditions", "n", *MODES)):
         raise TinyTFInputError("format_cross_ablation: expected the dict returned by cross_attention_ablation")
+    modes = tuple(modes)
+    if not modes or any(m not in MODES for m in modes) or len(set(modes)) < len(modes):
+        raise TinyTFInputError(f"format_cross_ablation: modes must be some of {MODES}, got {modes!r}")
     n = result["n"]
-    lines = [f"{'cross-attention cut':20} {'zeroed: exact':>14} {'tokens right':>13}"
-             f" {'mean: exact':>12} {'tokens right':>13}"]
-    for cond in result["conditions"]:
+    if modes == MODES:
+        heads = [("zeroed: exact", 14, 13), ("mean: exact", 12, 13)]
+    else:
+        heads = [("strings exact", 13, 14)]
+    lines = [f"{'cross-attention cut':20}" + "".join(f" {h:>{w}} {'tokens right':>{w2}}" for h, w, w2 in heads)]
+    rows = [(cond, [result[m][cond] for m in modes]) for cond in result["conditions"]]
+    for cond, rs in rows:
         row = f"{cond:20}"
-        for mode, width in (("zero", 14), ("mean", 12)):
-            r = result[mode][cond]
+        for r, (_, width, width2) in zip(rs, heads):
             acc = f"{_pct(r['accuracy'].mean)} ± {_pct(r['accuracy_se'])}%"
             exact = f"{r['exact']}/{n}"
-            row += f" {exact:>{width}} {acc:>13}"
+            row += f" {exact:>{width}} {acc:>{width2}}"
+        lines.append(row)
+    if baseline is not None:
+        row = f"{'position-only guess':20}"
+        for _, width, width2 in heads:
+            row += f" {'-':>{width}} {_pct(baseline) + '%':>{width2}}"
         lines.append(row)
     return "\n".join(lines)
 
