@@ -115,6 +115,8 @@ def test_spread_factor_and_the_table_show_how_far_the_seeds_are_apart():
     assert p.first_overflow() == 1
     table = ne.format_depth_table([p], "activation_rms", (0,))
     assert table.splitlines()[1].split() == ["0", "2.0"] and table.splitlines()[-1].split() == ["seeds", "within", "×2"]
+    short = ne.format_depth_table([p], "activation_rms", (0,), spread=False)  # the same rows, no spread line
+    assert short.splitlines() == table.splitlines()[:-1]
 
 
 def test_mean_shares_of_random_vectors_match_the_formula():

@@ -183,11 +183,11 @@ def depth_profile(norm: str, n_layers: int = 48, seeds=(0, 1, 2), init_std: floa
 LABELS = {"none": "no norm", "layer": "LayerNorm", "rms": "RMSNorm"}
 
 
-def format_depth_table(profiles, what: str = "activation_rms", blocks=None) -> str:
+def format_depth_table(profiles, what: str = "activation_rms", blocks=None, spread: bool = True) -> str:
     """One row per block of ``blocks`` (default: every block), one column per profile: the median over seeds
     of ``what`` ("activation_rms": RMS of the stream leaving the block; "grad_norm": the block's weight
     gradient). A last line gives, per column, the largest factor between a seed's value and the median
-    (``DepthProfile.spread_factor``). A column whose seeds differ by more than a factor 1.5 is printed to two
+    (``DepthProfile.spread_factor``); ``spread=False`` leaves that line out. A column whose seeds differ by more than a factor 1.5 is printed to two
     significant figures, the others to three; trailing zeros are kept in both (2.0, 2.10)."""
     if what not in ("activation_rms", "grad_norm"):
         raise TinyTFInputError(f"what must be 'activation_rms' or 'grad_norm', got {what!r}")
@@ -204,7 +204,8 @@ def format_depth_table(profiles, what: str = "activation_rms", blocks=None) -> s
     digits = [2 if f > 1.5 else 3 for f in factors]
     for b in blocks:
         lines.append(f"{b:>12}" + "".join(f"  {_cell(m[b], n):>10}" for m, n in zip(medians, digits)))
-    lines.append(f"{'seeds within':>12}" + "".join(f"  {_factor(f):>10}" for f in factors))
+    if spread:
+        lines.append(f"{'seeds within':>12}" + "".join(f"  {_factor(f):>10}" for f in factors))
     return "\n".join(lines)
 
 
