@@ -104,3 +104,19 @@ def test_encoder_decoder_decoder_is_causal_and_reads_all_of_the_source():
     src2 = src.clone()
     src2[-1] += 1
     assert ((model(src2, tgt) - base).abs().amax(-1) > 0).all()  # the last source token reaches every target position
+
+
+def test_sweep_report_side_by_side_matches_each_sweep():
+    model = model_for(TinyConfig(n_layers=2))
+    real = causality_sweep(model, IDS)
+    with broken_mask(model):
+        broken = causality_sweep(model, IDS)
+    lines = sweep_report(real, broken).splitlines()
+    assert lines[:2] == [" changed  earlier positions that moved", "position  real mask   broken mask"]
+    assert lines[2] == "       0  0 of 0      0 of 0"
+    n = len(IDS) - 1
+    assert lines[-2] == f"{n:>8}  0 of {n:<7}2 of {n}  [{n - 2}, {n - 1}]"
+    assert lines[-1] == "real mask: causal ✅ for every position | broken mask: NOT causal ✗"
+    assert len(lines) == len(IDS) + 3
+    with pytest.raises(tinytf.TinyTFInputError):
+        sweep_report(real, broken[1:])
