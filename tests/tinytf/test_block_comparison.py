@@ -414,25 +414,6 @@ def test_cells_summaries_and_tables():
     split = bc.sign_table(r, groupings=[("one rate", dict(choice=0.1))], questions=[("(1)", "A", "B")])
     assert split.splitlines()[1].split()[-2:] == ["0/2", "yes"]  # seed 1 diverged: two pairs left, A lower in both
     assert bc._signed(-0.001, 2) == " 0.00" and bc._signed(-0.23, 2) == "-0.23"
-    # newer: a last column in words, whichever side carries the newer change; the counts are unchanged
-    worded = bc.sign_table(r, questions=[("(1) A then B", "A", "B"), ("(2) B then A", "B", "A")],
-                           newer=("B", "B")).splitlines()
-    assert worded[0].endswith("same sign  newer block lower?")
-    assert [w[:len(s)] for w, s in zip(worded, signs)] == signs  # the same table, one column added
-    assert worded[1].endswith("yes        yes, every seed")  # B lower in every seed, and B is the newer
-    assert worded[2].endswith("yes        yes, every seed")  # B is a here: a - b < 0 in every seed
-    assert bc.sign_table(r, questions=[("(1)", "A", "B")], newer=("A",)).endswith("no, no seed")
-    with pytest.raises(TinyTFInputError):
-        bc.sign_table(r, questions=[("(1)", "A", "B")], newer=("C",))
-
-
-def test_sign_table_of_the_study_says_each_answer_in_words():
-    """The chapter's four questions: (1) pre-norm lower in every seed, (2) and (3) mixed, (4) the newer block
-    (Llama-3-style, a) never lower, although b lower reads 3/3."""
-    lines = bc.sign_table(bc.load_study(), newer=bc.NEWER).splitlines()[1:]
-    assert [line.split("  ")[-1].strip() for line in lines] == ["yes, every seed", "mixed", "mixed", "no, no seed"]
-    assert lines[3].split()[-5:-3] == ["3/3", "yes"]  # (4): 3/3 under best, and the newer block never lower
-    assert bc.NEWER == tuple(a if i == 3 else b for i, (_, a, b) in enumerate(bc.QUESTIONS))
 
 
 def test_load_study_is_the_grid_extended_at_its_edges():

@@ -855,10 +855,6 @@ QUESTIONS = (("(1) the norm's position", "2017", "2017 + pre-norm"),
              ("(3) grouped-query attention", "Llama-3-style + MHA", "Llama-3-style"),
              ("(4) five swaps + unscaled embeddings", "Llama-3-style", "2017 + pre-norm"))
 
-#: for each of ``QUESTIONS``, the block that carries the newer change: b in (1) to (3), a in (4) (the other swaps);
-#: ``sign_table(..., newer=NEWER)`` then says in words whether that block had the lower loss
-NEWER = ("2017 + pre-norm", "Llama-3-style", "Llama-3-style", "Llama-3-style")
-
 #: chapter 9's confirmation (section 9.3.2, seeds 3-12): its six pairs (short label, a, b), compared as a - b, in the
 #: chapter's order: questions (1) to (4), then (4) split into scaling the embeddings and the other swaps
 CONFIRM_PAIRS = (("(1) norm", "2017", "2017 + pre-norm"),
@@ -869,32 +865,19 @@ CONFIRM_PAIRS = (("(1) norm", "2017", "2017 + pre-norm"),
                  ("(4) rest", "Llama-3-style + scaled emb.", "2017 + pre-norm"))
 
 
-def sign_table(results: dict, groupings=None, questions=QUESTIONS, newer=None) -> str:
+def sign_table(results: dict, groupings=None, questions=QUESTIONS) -> str:
     """Plain text, one line per question: in how many seeds a - b > 0 (b lower), for each grouping (a label and
     the ``paired_differences`` keywords; default: each warm-up, then each variant at its best cell), and whether
-    every grouping has the same sign in every seed. With ``newer`` (one block name per question, a or b, e.g.
-    ``NEWER``) a last column says in words whether that block had the lower loss: "yes, every seed" (in every
-    seed of every grouping), "no, no seed" (in none) or "mixed"."""
+    every grouping has the same sign in every seed."""
     groupings = groupings or [(f"W = {w}", dict(warmup=w)) for w in warmups_of(results)] + [("best", {})]
-    if newer is not None and (len(newer) != len(questions)
-                              or any(nw not in (a, b) for nw, (_, a, b) in zip(newer, questions))):
-        raise TinyTFInputError("sign_table: newer must name a or b of each question, one per question")
     lines = [f"{'a vs b: seeds where a - b > 0 (b lower)':46}" + "".join(f"{g:>8}" for g, _ in groupings)
-             + "  same sign" + ("  newer block lower?" if newer is not None else "")]
-    for i, (question, a, b) in enumerate(questions):
+             + "  same sign"]
+    for question, a, b in questions:
         diffs = [[d for _, d in paired_differences(results, a, b, **how)] for _, how in groupings]
         n = [sum(d > 0 for d in ds) for ds in diffs]
         same = "yes" if all(k == len(ds) for k, ds in zip(n, diffs)) or not any(n) else "no"
-        line = f"{question[:3] + ' ' + pair_label(a, b):46}" + "".join(f"{k:>6}/{len(ds)}" for k, ds in zip(n, diffs))
-        if newer is None:
-            lines.append(line + f"  {same}")
-            continue
-        b_every = all(k == len(ds) for k, ds in zip(n, diffs))  # b lower in every seed of every grouping
-        if same == "no":
-            words = "mixed"
-        else:
-            words = "yes, every seed" if b_every == (newer[i] == b) else "no, no seed"
-        lines.append(line + f"  {same:9}  {words}")
+        lines.append(f"{question[:3] + ' ' + pair_label(a, b):46}"
+                     + "".join(f"{k:>6}/{len(ds)}" for k, ds in zip(n, diffs)) + f"  {same}")
     return "\n".join(lines)
 
 

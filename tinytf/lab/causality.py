@@ -63,6 +63,11 @@ def causality_sweep(model, ids) -> list:
     return [causality_check(model, ids, t) for t in range(ids.shape[1])]
 
 
+def _moved(r) -> list:
+    """The earlier positions whose output changed when position ``r.position`` of the input changed."""
+    return [t for t, c in enumerate(r.max_change[: r.position]) if c != 0.0]
+
+
 def sweep_report(results, broken=None) -> str:
     """One line per changed position: how many earlier positions moved.
 
@@ -72,7 +77,7 @@ def sweep_report(results, broken=None) -> str:
     if broken is None:
         lines = ["changed position  earlier positions that moved"]
         for r in results:
-            moved = [t for t, c in enumerate(r.max_change[: r.position]) if c != 0.0]
+            moved = _moved(r)
             lines.append(f"{r.position:>16}  {len(moved)} of {r.position}" + ("" if not moved else f"  {moved}"))
         ok = all(r.ok for r in results)
         lines.append("causal ✅ for every position" if ok else "NOT causal ✗")
@@ -81,10 +86,8 @@ def sweep_report(results, broken=None) -> str:
         raise TinyTFInputError("sweep_report: the two sweeps must change the same positions")
     lines = [" changed  earlier positions that moved", "position  real mask   broken mask"]
     for r, b in zip(results, broken):
-        t = r.position
-        moved_real = [s for s in range(t) if r.max_change[s] != 0.0]
-        moved_broken = [s for s in range(t) if b.max_change[s] != 0.0]
-        lines.append(f"{t:>8}  {len(moved_real)} of {t:<7}{len(moved_broken)} of {t}  {moved_broken or ''}".rstrip())
+        t, moved_broken = r.position, _moved(b)
+        lines.append(f"{t:>8}  {len(_moved(r))} of {t:<7}{len(moved_broken)} of {t}  {moved_broken or ''}".rstrip())
     lines.append("real mask: " + ("causal ✅ for every position" if all(r.ok for r in results) else "NOT causal ✗")
                  + " | broken mask: " + ("causal ✅" if all(b.ok for b in broken) else "NOT causal ✗"))
     return "\n".join(lines)
