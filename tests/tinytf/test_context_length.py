@@ -126,7 +126,7 @@ def test_recorded_measurement_supports_the_chapter(results):
     assert results["corpus_sha256"] == info["corpus"]["sha256"]
     curves = {k: torch.tensor(v, dtype=torch.float64) for k, v in results["bpb_by_position"].items()}
     assert set(curves) == set(C.CONDITIONS) == {"1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32",
-                                                "window 8"}
+                                                "window 8", "clamp 128"}
     assert all(len(c) == 512 for c in curves.values())
     for key, bands in results["bands"].items():
         assert bands == pytest.approx({k: round(v, 4) for k, v in C.band_means(curves[key]).items()}, abs=2e-4)
@@ -150,3 +150,37 @@ def test_recorded_measurement_supports_the_chapter(results):
     # a window of 8 keys per layer costs about 0.1 bit per byte against 128 beyond the first 32 positions
     assert all(0 < win[8][k] - win[128][k] < 0.15 for k in win[8] if k != "0-32")
     assert all(win[128][k] <= win[32][k] <= win[8][k] for k in win[8])
+
+
+def test_clamped_offsets_scores_far_pairs_at_the_clamp_and_keeps_every_key():
+    model = small_model(n_heads=4, n_kv_heads=2)  # grouped K/V heads too
+    x = torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        plain, trace = model.run_with_trace(x, names=["blocks.0.attn.*"])
+        # a clamp wider than the sequence changes nothing, bit for bit
+        assert torch.equal(model.run_with_patches(x, patches=C.clamped_offsets(model, 12)), plain)
+        clamped, ctrace = model.run_with_trace(x, names=["blocks.0.attn.scores"], patches=C.clamped_offsets(model, 4))
+    # queries 0..3 see only offsets 0..3: unchanged; later queries change
+    assert torch.equal(clamped[:, :4], plain[:, :4]) and not torch.allclose(clamped[:, 4:], plain[:, 4:])
+    q, k = trace["blocks.0.attn.q"], trace["blocks.0.attn.k"].repeat_interleave(2, dim=1)  # before rotation
+    rot, D = model.blocks[0].attn.rotary, q.shape[-1]
+    s, s_plain = ctrace["blocks.0.attn.scores"], trace["blocks.0.attn.scores"]
+    for m, n in ((9, 2), (11, 0), (5, 1)):  # offsets 7, 11, 4 > 3: scored as offset 3 (q at n + 3, k at n)
+        want = (rot.rotate(q[:, :, m:m + 1], offset=n + 3) @ rot.rotate(k[:, :, n:n + 1], offset=n).transpose(-2, -1))
+        assert torch.allclose(s[:, :, m, n], want[..., 0, 0] / math.sqrt(D), atol=1e-5)
+        assert not torch.allclose(s[:, :, m, n], s_plain[:, :, m, n], atol=1e-3)
+    for m, n in ((9, 6), (4, 1), (3, 3)):  # offsets 3, 3, 0: their own scores
+        assert torch.equal(s[:, :, m, n], s_plain[:, :, m, n])
+    with pytest.raises(TinyTFInputError, match="size must be"):
+        C.clamped_offsets(model, 0)
+    with pytest.raises(TinyTFInputError, match="plain RoPE"):
+        C.clamped_offsets(small_model(pos="learned"), 4)
+    with pytest.raises(TinyTFInputError, match="plain RoPE"):
+        C.clamped_offsets(C.windowed(model, 4), 4)
+
+
+def test_recorded_clamp_equals_the_shipped_model_within_the_clamp():
+    r = C.load_results()
+    assert C.CONDITIONS["clamp 128"] == ("clamp", 128) and set(C.CONDITIONS) <= set(r["bpb_by_position"])
+    clamp, shipped = r["bpb_by_position"]["clamp 128"], r["bpb_by_position"]["1"]
+    assert len(clamp) == 512 and clamp[:128] == shipped[:128]  # within the clamp nothing changes

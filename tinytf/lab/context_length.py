@@ -7,17 +7,19 @@ divided by ``factor`` (``TinyConfig.rope_scaling``), so that position ``factor *
 t had in training; no weight changes (RoPE has none), no fine-tuning. ``windowed`` returns the same model with
 every layer limited to a sliding window (``TinyConfig.sliding_window``): each query sees only its last ``size``
 keys, so no query-key offset larger than ``size - 1`` ever occurs, however long the window of text.
+``clamped_offsets`` keeps every key but scores each pair more than ``size - 1`` apart as if it were ``size - 1``
+apart: the long offsets go, the number of keys stays, which separates the two causes ``windowed`` removes together.
 
 ``python -m tinytf.lab.context_length`` (or ``scripts/context_length.py``) measures text-4l on 512-byte
 windows of its validation split, as it is, interpolated linearly by 2 and 4 and with YaRN by 4, and with every
-layer limited to a sliding window of 128, 32 and 8 keys, and writes ``RESULTS_PATH``, which chapter 11 loads:
+layer limited to a sliding window of 128, 32 and 8 keys, and with offsets clamped at 127 (every key kept), and writes ``RESULTS_PATH``, which chapter 11 loads:
 
     results = load_results()
     results["bpb_by_position"]["1"]  # 512 numbers: bits per byte at positions 0..511, as shipped
     results["bpb_by_position"]["linear 4"]  # the same with every RoPE frequency divided by 4
     results["bpb_by_position"]["window 128"]  # the same weights, each query seeing only its last 128 keys
 
-(keys "1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32", "window 8").
+(keys "1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32", "window 8", "clamp 128").
 
 ``attention_entropy`` measures, per window, how spread each query's attention is (in bits) and the bits per byte,
 with every attention score optionally multiplied by YaRN's temperature (``yarn_logit_scale``).
@@ -35,7 +37,7 @@ import torch.nn.functional as F
 from ..config import RopeScaling, SlidingWindow
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer
-from ..positions import yarn_mscale
+from ..positions import RoPE, rope_angles, rotate_half, yarn_mscale
 from . import pretrained, textdata
 
 RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "text-4l-context.json"
@@ -44,10 +46,11 @@ BANDS = ((0, 32), (96, 128), (128, 192), (192, 256), (256, 384), (384, 512))  # 
 
 @torch.no_grad()
 def bits_by_position(model, data: torch.Tensor, n_windows: int, seq_len: int, batch_size: int = 8,
-                     progress=None) -> torch.Tensor:
+                     progress=None, patches=None) -> torch.Tensor:
     """[seq_len] float64: the mean cross-entropy, in bits, of predicting byte t + 1 at position t, over the
     ``n_windows`` fixed windows of ``textdata.eval_windows(data, n_windows, seq_len)`` (each window starts at
-    position 0). ``progress``: an optional callable(n_windows_done) for a progress bar."""
+    position 0). ``progress``: an optional callable(n_windows_done) for a progress bar. ``patches``: applied in
+    every forward pass, as in ``run_with_patches`` (e.g. ``clamped_offsets``)."""
     if seq_len < 1:
         raise TinyTFInputError(f"bits_by_position: seq_len must be >= 1, got {seq_len}")
     inputs, targets = textdata.eval_windows(data, n_windows, seq_len)
@@ -55,7 +58,8 @@ def bits_by_position(model, data: torch.Tensor, n_windows: int, seq_len: int, ba
     model.eval()
     total = torch.zeros(seq_len, dtype=torch.float64)
     for i in range(0, len(inputs), batch_size):
-        logits = model(inputs[i:i + batch_size])  # [b, seq_len, V]
+        batch = inputs[i:i + batch_size]
+        logits = model(batch) if patches is None else model.run_with_patches(batch, patches=patches)  # [b, T, V]
         nats = F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none")  # [b, seq_len]
         total += nats.double().sum(0)
         if progress is not None:
@@ -109,6 +113,52 @@ def windowed(model, size: int, max_seq_len=None):
         out = TinyTransformer(new_cfg)
     out.load_state_dict(model.state_dict())
     return out.eval()
+
+
+def clamped_offsets(model, size: int) -> dict:
+    """Patches (for ``run_with_patches`` or ``bits_by_position``) under which every query-key pair more than
+    ``size - 1`` positions apart is scored as if it were exactly ``size - 1`` apart, in every layer: each query
+    still reads every earlier key, but no offset larger than ``size - 1`` ever reaches RoPE. Pairs within
+    ``size - 1`` keep their own scores. The far scores are (R(size - 1) q) . k / sqrt(D), with q and k taken
+    before their rotation: RoPE's score depends only on the offset, so this is the score of q and k placed
+    ``size - 1`` apart. For the plain RoPE of a model without QK-norm (text-4l); the patches keep q and k of the
+    current forward pass, so use them for one pass at a time."""
+    cfg = model.config
+    if (cfg.pos != "rope" or cfg.rope_scaling is not None or cfg.qk_norm != "none"
+            or cfg.sliding_window is not None):
+        raise TinyTFInputError("clamped_offsets: needs plain RoPE, no QK-norm and no sliding window (pos="
+                               f"{cfg.pos!r}, rope_scaling={cfg.rope_scaling!r}, qk_norm={cfg.qk_norm!r}, "
+                               f"sliding_window={cfg.sliding_window!r})")
+    if size < 1:
+        raise TinyTFInputError(f"clamped_offsets: size must be >= 1, got {size}")
+    patches = {}
+    for i, block in enumerate(model.blocks):
+        attn = block.attn
+        if type(attn.rotary) is not RoPE or attn.scale is not None:
+            raise TinyTFInputError(f"clamped_offsets: block {i} does not use plain RoPE with 1/sqrt(D) scores")
+        seen = {}
+
+        def keep(name, store=seen):
+            def patch(x):
+                store[name] = x
+                return x
+            return patch
+
+        def far_scores(scores, store=seen, rotary=attn.rotary, group=attn.n_heads // attn.n_kv_heads):
+            q, k = store["q"], store["k"]  # [B, H, T, D], [B, H_kv, S, D]: before their rotation
+            T, S, D = q.shape[-2], k.shape[-2], q.shape[-1]
+            cos, sin = rope_angles(torch.full((T,), size - 1, device=q.device), D, rotary.theta)  # [T, D] each
+            q_far = q * cos.to(q.dtype) + rotate_half(q) * sin.to(q.dtype)  # every query at offset size - 1
+            k = k.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
+            far = q_far @ k.transpose(-2, -1) / math.sqrt(D)  # [B, H, T, S]
+            query = torch.arange(S - T, S, device=q.device)[:, None]  # absolute positions of the T queries
+            too_far = query - torch.arange(S, device=q.device)[None, :] > size - 1  # [T, S]
+            return torch.where(too_far, far, scores)
+
+        patches[f"blocks.{i}.attn.q"] = keep("q")
+        patches[f"blocks.{i}.attn.k"] = keep("k")
+        patches[f"blocks.{i}.attn.scores"] = far_scores
+    return patches
 
 
 def yarn_logit_scale(factor: float) -> float:
@@ -170,17 +220,19 @@ def load_results(path=None) -> dict:
 
 
 CONDITIONS = {"1": ("linear", 1), "linear 2": ("linear", 2), "linear 4": ("linear", 4), "yarn 4": ("yarn", 4),
-              "window 128": ("window", 128), "window 32": ("window", 32), "window 8": ("window", 8)}
+              "window 128": ("window", 128), "window 32": ("window", 32), "window 8": ("window", 8),
+              "clamp 128": ("clamp", 128)}
 """{key: (kind, value)} measured by ``measure``: kind "linear" or "yarn" with the factor of ``interpolated``
-(("linear", 1) is the model as shipped), or "window" with the ``size`` of ``windowed``."""
+(("linear", 1) is the model as shipped), "window" with the ``size`` of ``windowed``, or "clamp" with the
+``size`` of ``clamped_offsets`` (every key kept, offsets over size - 1 scored as size - 1)."""
 
 
 def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, conditions=CONDITIONS,
             progress: bool = True) -> dict:
     """Bits per byte by position of checkpoint ``name`` on ``n_windows`` windows of ``seq_len`` bytes of its
     validation split, for each condition {key: (kind, value)}: ("linear" or "yarn", factor) through
-    ``interpolated`` (("linear", 1) = the model as shipped), ("window", size) through ``windowed``. One torch
-    thread."""
+    ``interpolated`` (("linear", 1) = the model as shipped), ("window", size) through ``windowed``, ("clamp",
+    size) through ``clamped_offsets``. One torch thread."""
     info = pretrained.info(name)
     corpus = textdata.stdlib_corpus()
     model = pretrained.load(name)
@@ -196,12 +248,15 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
     try:
         curves = {}
         for key, (kind, f) in conditions.items():
+            patches = None
             if kind == "window":
                 m = windowed(model, f, max_seq_len=seq_len)
+            elif kind == "clamp":
+                m, patches = model, clamped_offsets(model, f)
             else:
                 m = model if f == 1 else interpolated(model, f, kind)
             curves[key] = bits_by_position(m, corpus.val, n_windows, seq_len,
-                                              progress=bar.update if bar is not None else None)
+                                           progress=bar.update if bar is not None else None, patches=patches)
         windows = textdata.eval_windows(corpus.val, n_windows, seq_len)
         unigram = textdata.unigram_bits_per_byte(corpus.train, windows)
         bigram = textdata.bigram_bits_per_byte(corpus.train, windows)
@@ -219,7 +274,8 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
         "measured": "float16-stored weights loaded as float32, one torch thread; position t = the prediction of "
                     "byte t + 1 from bytes 0..t; 'linear f': RopeScaling('linear', f); 'yarn f': RopeScaling('yarn', f, "
                     "original_max_seq_len=128); 'window n': every layer limited to a sliding window of n keys "
-                    "(SlidingWindow(n)), the same weights; no fine-tuning",
+                    "(SlidingWindow(n)), the same weights; 'clamp n': every key kept, each query-key pair more than n - 1 "
+                    "positions apart scored as if n - 1 apart (clamped_offsets(model, n)); no fine-tuning",
         "torch_version": torch.__version__, "seconds": round(time.perf_counter() - t0, 1),
         "baselines": {"unigram": round(unigram, 4), "bigram": round(bigram, 4)},
         "bpb_by_position": {f: [round(float(x), 4) for x in c] for f, c in curves.items()},

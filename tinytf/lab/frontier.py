@@ -60,8 +60,9 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
     learning rate (no warm-up, no clipping, no weight decay) and record, every ``every`` steps, the largest
     absolute attention logit (``blocks.*.attn.scores``, every query-key pair, the masked future ones included) on a
     fixed probe batch, the same over the pairs the causal mask lets through (``blocks.*.attn.masked_scores``), and
-    the training loss. Returns {"steps": [...], "max_logit": [...], "max_visible_logit": [...], "loss": [...]}
-    (loss at the recorded steps; step 0: None)."""
+    the training loss, and, for a model with per-head QK-norm, the bound the norms' gains put on every logit
+    (``qk_logit_bound``; None without QK-norm). Returns {"steps": [...], "max_logit": [...],
+    "max_visible_logit": [...], "bound": [...], "loss": [...]} (loss at the recorded steps; step 0: None)."""
     task = task or InductionTask(min_length=4, max_length=12)
     with num_threads(1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -69,7 +70,7 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
         data = torch.Generator().manual_seed(seed)
         probe = task.batch(16, torch.Generator().manual_seed(10_000), length=task.max_length)[0]
         opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
-        rec = {"steps": [], "max_logit": [], "max_visible_logit": [], "loss": []}
+        rec = {"steps": [], "max_logit": [], "max_visible_logit": [], "bound": [], "loss": []}
         loss = None
         for step in range(steps + 1):
             if step % every == 0 or step == steps:
@@ -80,6 +81,7 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
                 rec["max_logit"].append(max(float(t.abs().max()) for k, t in tr.items() if k.endswith(".scores")))
                 rec["max_visible_logit"].append(max(float(t[t.isfinite()].abs().max()) for k, t in tr.items()
                                                     if k.endswith(".masked_scores")))
+                rec["bound"].append(qk_logit_bound(model))
                 rec["loss"].append(None if loss is None else float(loss.detach()))
                 model.train()
             if step == steps:
@@ -89,6 +91,23 @@ def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int 
             loss.backward()
             opt.step()
     return rec
+
+
+def qk_logit_bound(model):
+    """The largest |logit| per-head QK-norm (RMSNorm) allows, over every block: sqrt(D) * max|g_q| * max|g_k| with
+    the default 1/sqrt(D) scale, g_q and g_k the gains of the query and key norms. Each normalised vector has length
+    at most sqrt(D) before its gain, so at most sqrt(D) * max|g| after it; RoPE keeps lengths, and Cauchy-Schwarz
+    bounds |q . k| by the product of the lengths. None for a model without per-head RMSNorm QK-norm."""
+    cfg = model.config
+    if cfg.qk_norm != "head" or cfg.norm != "rms":
+        return None
+    bounds = []
+    for b in model.blocks:
+        D = b.attn.d_head
+        scale = b.attn.scale if b.attn.scale is not None else D ** -0.5
+        gains = b.attn.q_norm.weight.detach().abs().max() * b.attn.k_norm.weight.detach().abs().max()
+        bounds.append(float(scale * D * gains))
+    return max(bounds)
 
 
 def load_logit_growth(path=None) -> dict:
