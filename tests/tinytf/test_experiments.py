@@ -243,3 +243,18 @@ def test_setup_table_rejects_mismatched_runs():
     deeper = ex.layer_profile(SMALL.replace(n_layers=4), seeds=(0,), batch=2, seq_len=4)
     with pytest.raises(tinytf.TinyTFInputError, match="same depth"):
         ex.format_setups({"a": runs["small updates"], "b": [deeper, runs["small updates"][1]]}, {"a": "x", "b": "y"})
+
+
+def test_relative_gain_is_one_for_a_linear_map_and_about_sqrt2_for_a_product():
+    from tinytf.lab import experiments as ex
+
+    torch.manual_seed(0)
+    gain, rms = ex.relative_gain(lambda x: 3.0 * x, 64)
+    assert abs(gain - 1.0) < 1e-6 and abs(rms - 3.0) < 1e-9  # inputs of RMS 1, scaled by 3
+    a, b = torch.randn(256, 256, dtype=torch.float64), torch.randn(256, 256, dtype=torch.float64)
+    gain, _ = ex.relative_gain(lambda x: (x @ a) * (x @ b), 256)  # a change reaches the product through both
+    assert abs(gain - 2 ** 0.5) < 0.05
+    gain, _ = ex.relative_gain(lambda x: torch.relu(x @ a), 256)  # one map, piece by piece linear
+    assert abs(gain - 1.0) < 0.05
+    with pytest.raises(tinytf.TinyTFInputError, match="rel"):
+        ex.relative_gain(lambda x: x, 64, rel=0)
