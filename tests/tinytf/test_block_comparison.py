@@ -596,8 +596,8 @@ def test_paired_stats_is_the_hand_computed_paired_t_interval():
 
 
 def test_interval_table_of_the_confirmation_is_unchanged():
-    """interval_table (now built on paired_stats) prints the recorded confirmation exactly as before, and its
-    rows are paired_stats of CONFIRM_PAIRS."""
+    """interval_table (now built on paired_stats) prints the recorded confirmation, and its rows are paired_stats
+    of CONFIRM_PAIRS, each pair oriented older (a) vs newer (b): row (4) and its split are negative."""
     confirm = bc.load_confirmation()
     cells = bc.cells_of(confirm)
     pairs = [(a, b) for _, a, b in bc.CONFIRM_PAIRS]
@@ -610,9 +610,21 @@ def test_interval_table_of_the_confirmation_is_unchanged():
         "2017 vs (2017 + pre-norm)                                +0.39 ± 0.09     +0.19 to +0.59      9/10",
         "2017 vs Llama-3-style                                    -0.03 ± 0.10     -0.25 to +0.19      5/10",
         "(Llama-3-style + MHA) vs Llama-3-style                    0.00 ± 0.10     -0.23 to +0.23      5/10",
-        "Llama-3-style vs (2017 + pre-norm)                       +0.42 ± 0.10     +0.19 to +0.65      9/10",
-        "Llama-3-style vs (Llama-3-style + scaled emb.)           +0.43 ± 0.10     +0.20 to +0.67      8/10",
-        "(Llama-3-style + scaled emb.) vs (2017 + pre-norm)       -0.02 ± 0.05     -0.13 to +0.10      4/10",
+        "(2017 + pre-norm) vs Llama-3-style                       -0.42 ± 0.10     -0.65 to -0.19      1/10",
+        "(Llama-3-style + scaled emb.) vs Llama-3-style           -0.43 ± 0.10     -0.67 to -0.20      2/10",
+        "(2017 + pre-norm) vs (Llama-3-style + scaled emb.)       +0.02 ± 0.05     -0.10 to +0.13      6/10",
         "seeds 3..12 (10); t with 9 degrees of freedom: 2.26"])
     bonf = [bc.paired_stats(confirm, a, b, cells, n_intervals=len(pairs)) for a, b in pairs]
     assert f"{bonf[0].t:.2f}" == "3.36" and [p.excludes_zero for p in bonf] == [True, False, False, True, True, False]
+
+
+def test_chapter_pairs_are_oriented_older_vs_newer():
+    """In QUESTIONS and CONFIRM_PAIRS, b is the newer choice: wherever a's and b's configs differ, b has the
+    Llama-3-style block's value, so a positive a - b always means that the newer choice is lower."""
+    configs = bc.block_configs()
+    newest = configs["Llama-3-style"]
+    for _, a, b in bc.QUESTIONS + bc.CONFIRM_PAIRS:
+        differ = configs[a].diff(configs[b])
+        assert differ, (a, b)
+        assert all(getattr(configs[b], field) == getattr(newest, field) for field in differ), (a, b)
+    assert [(a, b) for _, a, b in bc.QUESTIONS][3] == ("2017 + pre-norm", "Llama-3-style")
