@@ -12,7 +12,8 @@ apart: the long offsets go, the number of keys stays, which separates the two ca
 
 ``python -m tinytf.lab.context_length`` (or ``scripts/context_length.py``) measures text-4l on 512-byte
 windows of its validation split, as it is, interpolated linearly by 2 and 4 and with YaRN by 4, and with every
-layer limited to a sliding window of 128, 32 and 8 keys, and with offsets clamped at 127 (every key kept), and writes ``RESULTS_PATH``, which chapter 11 loads:
+layer limited to a sliding window of 128, 32 and 8 keys, and with offsets clamped at 127 (every key kept), and
+writes ``RESULTS_PATH``, which chapter 11 loads:
 
     results = load_results()
     results["bpb_by_position"]["1"]  # 512 numbers: bits per byte at positions 0..511, as shipped

@@ -69,8 +69,8 @@ def relative_gain(f, d_model: int, rel: float = 1e-3) -> tuple:
     """(relative gain, output RMS) of a sublayer ``f`` (float64, as chapter 5 measures it): ``f`` reads 256 random
     inputs of RMS 1, as a norm hands them on ([16, 16, d_model], drawn from torch's global generator), each
     changed by a vector of relative size ``rel`` at right angles to it (the part along the input is what a norm
-    removes). The relative gain is the mean over the inputs of |f(x + d) - f(x)| / |f(x)| divided by ``rel``: by
-    how many % the output changes per 1% change of the input (1 for a linear map); the RMS is that of f(x)."""
+    removes). The relative gain is the mean over the inputs of ``|f(x + d) - f(x)| / |f(x)|`` divided by ``rel``:
+    by how many % the output changes per 1% change of the input (1 for a linear map); the RMS is that of f(x)."""
     if not 0 < rel < 1:
         raise TinyTFInputError(f"relative_gain: rel must lie between 0 and 1, got {rel}")
     inp = torch.randn(256, d_model, dtype=torch.float64).view(16, 16, d_model)
