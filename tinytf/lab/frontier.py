@@ -97,7 +97,8 @@ def qk_logit_bound(model):
     """The largest ``|logit|`` per-head QK-norm (RMSNorm) allows, over every block:
     ``sqrt(D) * max|g_q| * max|g_k|`` with the default 1/sqrt(D) scale, g_q and g_k the gains of the query and key
     norms. Each normalised vector has length at most sqrt(D) before its gain, so at most sqrt(D) * max|g| after it;
-    RoPE keeps lengths, and Cauchy-Schwarz bounds ``|q . k|`` by the product of the lengths. None for a model without per-head RMSNorm QK-norm."""
+    RoPE keeps lengths, and Cauchy-Schwarz bounds ``|q . k|`` by the product of the lengths. None for a model
+    without per-head RMSNorm QK-norm."""
     cfg = model.config
     if cfg.qk_norm != "head" or cfg.norm != "rms":
         return None
