@@ -216,13 +216,29 @@ def test_stepper_position_diagram_follows_the_attention_weights():
     T = 5
     straight = next(t for t in frame_traces(fig, "norm1") if t["name"] == "reads")
     assert len(straight["x"]) == 3 * T  # one edge (+ None gap) per token: no mixing
-    reads = next(t for t in frame_traces(fig, "softmax") if t["name"] == "reads")
+    for row_wise in ("mask", "softmax"):  # they work on one query's row of scores at a time: no lines across
+        assert next(t for t in frame_traces(fig, row_wise) if t["name"] == "reads")["x"] == straight["x"], row_wise
+    reads = next(t for t in frame_traces(fig, "wsum") if t["name"] == "reads")
     assert len(reads["x"]) == 3 * T * (T + 1) // 2  # causal: token i reads keys 0..i
-    weights = next(t for t in frame_traces(fig, "softmax") if t["name"] == "weight")
+    weights = next(t for t in frame_traces(fig, "wsum") if t["name"] == "weight")
     w = np_(trace_of(model, "hello")["blocks.0.attn.weights"][0]).mean(0)
     np.testing.assert_allclose(sorted(weights["marker"]["color"]), sorted(w[np.tril_indices(T)]), rtol=0, atol=0)
-    blocked = next(t for t in frame_traces(fig, "mask") if t["name"] == "blocked")
-    assert len([v for v in blocked["x"] if v is not None]) == 2 * T * (T - 1) // 2
+    scores = next(t for t in frame_traces(fig, "scores") if t["name"] == "reads")
+    assert len(scores["x"]) == 3 * T * T  # every query meets every key
+
+
+def test_stepper_frames_zoom_to_their_panels():
+    model = model_for()
+    fig = viz.block_stepper(model, "cat")
+    ranges = {f.name: list(f.layout.xaxis.range) for f in fig.frames}
+    assert list(fig.layout.xaxis.range) == ranges["embed"]  # the figure opens on the first frame's range
+    span = {name: r[1] - r[0] for name, r in ranges.items()}
+    assert span["embed"] < span["up"]  # the embedding is not drawn in the width the FFN needs
+    for name, (lo, hi) in ranges.items():  # every panel lies inside its frame's range
+        for t in frame_traces(fig, name):
+            if t["type"] == "heatmap":
+                left = t["x0"] - t["dx"] / 2
+                assert lo <= left and left + len(t["z"][0]) * t["dx"] <= hi, (name, t["name"])
 
 
 def test_stepper_ffn_is_drawn_to_scale_and_shapes_in_titles():

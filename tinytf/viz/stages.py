@@ -42,7 +42,7 @@ class Stage:
     inputs: list  # trace names the stage reads (perturbed when measuring mixing)
     outputs: list  # trace names the stage writes (the "shape" column)
     rows: list = field(default_factory=list)  # list of rows, each a list of Panel
-    edges: str = "straight"  # how the position diagram is drawn: straight | attention | mask | weights
+    edges: str = "straight"  # the position diagram: straight (per row: also the mask and softmax) | attention | weights
 
 
 def block_stages(trace, layer: int = 0, config=None, include_embedding: Optional[bool] = None) -> list:
@@ -113,14 +113,12 @@ def _attention_stages(p: str, H: int, Hkv: int, rope: bool, post: bool, x_in: st
     stages.append(Stage("mask", "causal mask",
                         "Causal mask: a query may not read later keys; those cells become -inf (grey)",
                         [p + "attn.scores"], [p + "attn.masked_scores"],
-                        [[Panel(f"head {h}", p + "attn.masked_scores", (h,), keys=True, masked=True) for h in range(H)]],
-                        edges="mask"))
+                        [[Panel(f"head {h}", p + "attn.masked_scores", (h,), keys=True, masked=True) for h in range(H)]]))
     stages.append(Stage("softmax", "softmax",
                         "Softmax turns each query row into weights that sum to 1; masked cells get 0",
                         [p + "attn.masked_scores"], [p + "attn.weights"],
                         [[Panel(f"head {h}", p + "attn.weights", (h,), kind="weights", keys=True, masked=True)
-                          for h in range(H)]],
-                        edges="weights"))
+                          for h in range(H)]]))
     stages.append(Stage("wsum", "weights × V",
                         "Weighted sum of V: each token collects values from the positions it may read",
                         [p + "attn.weights", p + "attn.v"], [p + "attn.z"],

@@ -93,6 +93,10 @@ class _Canvas:
     def gap(self, pn, i):
         return 0.0 if i == 0 else (self.g_op if pn.op in ("+", "=", "→", "|") else self.g_head)
 
+    def x_range(self, rows):  # a frame's x range: its widest row, and at least two stream-wide panels
+        span = max(max(total for *_, total in rows), min(self.width, 2 * self.C + self.g_op))
+        return [(self.width - span) / 2 - 0.5, (self.width + span) / 2 + 0.5]
+
     def row_domain(self, r):
         y1 = self.top - r * (self.row_h + self.label_h) - self.label_h * 0.75
         return [y1 - self.row_h, y1]
@@ -175,7 +179,7 @@ def _stage_frame(cv: _Canvas, st, rows, k: int, n_stages: int, t, T: int, ylab) 
     m = bnd.op("symrange", fr.signed_vals)
     subtitle = f"shape {outputs_shape(cv.trace, st.outputs)} · mixes positions? {MIXING_NOTES.get(st.key, '')}"
     title = f"<b>{k + 1}/{n_stages} · {st.title}</b><br><span style='font-size:12px'>{subtitle}</span>"
-    layout = dict(title=dict(text=title), annotations=annotations,
+    layout = dict(title=dict(text=title), annotations=annotations, xaxis=dict(range=cv.x_range(rows)),
                   coloraxis=dict(cmin=-m, cmax=m, showscale=fr.has_signed),
                   coloraxis2=dict(showscale=fr.has_weights), **axes_layout)
     return dict(name=st.key, data=data, layout=layout)
@@ -219,7 +223,7 @@ def _stepper_layout(cv: _Canvas, first: dict, T: int, ylab, fig_height: int, con
         plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
         title=dict(text=first["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98, yanchor="top",
                    yref="container", font=dict(size=15)),
-        xaxis=dict(domain=[0.14, 0.91], range=[-0.5, cv.width + 0.5], showticklabels=False, showgrid=False,
+        xaxis=dict(domain=[0.14, 0.91], range=first["layout"]["xaxis"]["range"], showticklabels=False, showgrid=False,
                    zeroline=False, fixedrange=True, anchor="y"),
         xaxis2=dict(domain=[0.0, 0.1], range=[-0.4, 1.4], visible=False, fixedrange=True),
         yaxis2=dict(anchor="x2", domain=cv.row_domain(cv.mid), range=[T - 0.5, -0.5], visible=False,
@@ -249,8 +253,9 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
     ``model`` is a TinyTransformer (with ``ids``: token ids or a string) or a ready Trace.
     Frames are named by stage key: embed, norm1, qkv, [rope], scores, mask, softmax, wsum, merge,
     resid1, norm2, up, act, down, resid2 (post-norm blocks fold the norms into resid1 / resid2).
-    Each frame draws the stage's tensors as heatmaps (one row per token, drawn to scale: the FFN
-    hidden layer is d_ff/C times as wide), the shape, and a diagram of which positions feed which."""
+    Each frame draws the stage's tensors as heatmaps (one row per token, drawn to scale within the
+    frame: the FFN hidden layer is d_ff/C times as wide; each frame's x range fits its widest row), the
+    shape, and a diagram of which positions feed which."""
     t = get_traced(model, ids, labels=labels, batch=batch, config=config)
     trace, b = t.trace, t.batch
     stages = block_stages(trace, layer, t.config)
@@ -278,9 +283,10 @@ def _full_annotation(a: dict) -> dict:
 
 def _position_diagram(trace, stage, T, ylab, b):
     """Left mini-diagram: positions in (left) -> positions out (right). Straight lines = per
-    token; slanted lines = a query reading an earlier key (from the trace's attention weights)."""
+    token (also the mask and softmax, which work on one query's row of scores at a time); slanted
+    lines = a query reading an earlier key (from the trace's attention weights)."""
     y = list(range(T))
-    ex, ey, bx, by = [], [], [], []
+    ex, ey = [], []
     wx, wy, wval, wtext = [], [], [], []
     p = stage.inputs[0].rsplit("attn.", 1)[0] if "attn." in stage.inputs[0] else None
     if stage.edges == "straight" or p is None:
@@ -297,9 +303,6 @@ def _position_diagram(trace, stage, T, ylab, b):
                 if stage.edges == "attention" or not blocked[i, j]:
                     ex += [0, 1, None]
                     ey += [j, i, None]
-                elif stage.edges == "mask":
-                    bx += [0, 1, None]
-                    by += [j, i, None]
                 if stage.edges == "weights" and not blocked[i, j]:
                     wx.append(0.72)
                     wy.append(j + 0.72 * (i - j))
@@ -314,7 +317,6 @@ def _position_diagram(trace, stage, T, ylab, b):
         wsize = []
     return [  # the parts that change; _diagram_constants has the rest
         dict(type="scatter", x=ex, y=ey),
-        dict(type="scatter", x=bx, y=by),
         dict(type="scatter", x=wx, y=wy, text=wtext,
              marker=dict(size=wsize, color=wval, coloraxis="coloraxis2",
                          line=dict(width=0.5, color="#222"))),
@@ -328,8 +330,6 @@ def _diagram_constants(T, ylab):
     return [
         dict(type="scatter", xaxis="x2", yaxis="y2", mode="lines", hoverinfo="skip",
              line=dict(color="#4d4d4d", width=1.6), name="reads"),
-        dict(type="scatter", xaxis="x2", yaxis="y2", mode="lines", hoverinfo="skip",
-             line=dict(color="#8c8c8c", width=1.4, dash="dot"), name="blocked"),
         dict(type="scatter", xaxis="x2", yaxis="y2", mode="markers", hovertemplate="%{text}<extra></extra>",
              name="weight"),
         dict(type="scatter", x=[0] * T + [1] * T, y=y + y, xaxis="x2", yaxis="y2", mode="markers+text",
