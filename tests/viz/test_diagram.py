@@ -64,6 +64,16 @@ def test_model_diagram_counts_blocks_from_zero():
     assert "block 0" in deep and "block 31" in deep and "× 32" in deep
 
 
+def test_model_diagram_can_write_the_stream_shape_on_its_arrows():
+    assert "[B, T, C]" not in texts(diagram.model_diagram(2))  # off by default
+    fig = diagram.model_diagram(2, shapes=True)
+    assert texts(fig).count("[B, T, C]") == 4  # embedding → block 0 → block 1 → final norm → LM head
+    ys = sorted(a.y for a in fig.layout.annotations if a.text == "[B, T, C]")
+    embed = next(a.y for a in fig.layout.annotations if a.text.startswith("embedding"))
+    head = next(a.y for a in fig.layout.annotations if a.text.startswith("LM head"))
+    assert embed < ys[0] and ys[-1] < head
+
+
 def test_encoder_decoder_diagram_joins_the_stacks_by_cross_attention():
     fig = diagram.encoder_decoder_diagram()
     labels = " ".join(texts(fig))

@@ -371,6 +371,8 @@ def test_cross_attention_map_target_by_source():
     assert fig.layout.xaxis.dtick == 1 and fig.layout.yaxis.dtick == 1 and fig.layout.xaxis.tickangle == 0
     long = viz.attention_map(model, ("hello world", "hi!"), kind="cross")
     assert long.layout.xaxis.dtick == 1 and long.layout.xaxis.tickangle == -90  # 11 source labels: rotated
+    one = viz.attention_map(model, ("hello world", "hi!"), kind="cross", heads="mean")  # one panel: room enough
+    assert one.layout.xaxis.tickangle == 0 and one.layout.height > long.layout.height / 2
     assert viz.attention_map(model_for(), "hello").layout.xaxis.dtick is None  # self-attention maps unchanged
     enc = viz.attention_map(model, ("hello", "hi!"), kind="encoder")
     np.testing.assert_array_equal(np.asarray(enc.data[1].z), np_(tr["encoder.blocks.0.attn.weights"][0, 0]))

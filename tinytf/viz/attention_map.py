@@ -102,8 +102,10 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     # Cross-attention maps are read column by column ("row 1 lights up column 9"), so every source and target
     # position gets its tick; Plotly would otherwise skip every other label once the cells get narrow.
     every_tick = dict(tickmode="linear", tick0=0, dtick=1) if kind == "cross" else {}
-    rotate = kind == "cross" and S > 8  # long source labels such as "10: r" would overlap side by side
-    cell = 34 if max(T, S) <= 8 else 20
+    # one cross-attention panel of up to 16 sources has room for its labels side by side, in larger cells
+    single = kind == "cross" and n == 1 and S <= 16
+    rotate = kind == "cross" and S > 8 and not single  # long source labels such as "10: r" would overlap
+    cell = 34 if max(T, S) <= 8 or single else 20
     if rotate:  # leave 110 px under each panel for its rotated labels, its axis title and the next panel's title
         panel_px = max(T, 3) * cell
         gap_y = 110 / (rows * panel_px + (rows - 1) * 110)

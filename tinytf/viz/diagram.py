@@ -170,8 +170,10 @@ def block_diagram(norm_position: str = "pre", title: str | None = None, sublayer
     return fig
 
 
-def model_diagram(n_layers: int = 2, title: str | None = None) -> go.Figure:
-    """A decoder-only language model: ids → embedding → n_layers blocks → final norm → LM head → logits."""
+def model_diagram(n_layers: int = 2, title: str | None = None, shapes: bool = False) -> go.Figure:
+    """A decoder-only language model: ids → embedding → n_layers blocks → final norm → LM head → logits.
+
+    ``shapes=True`` writes the stream's shape ``[B, T, C]`` beside every arrow from the embedding to the LM head."""
     steps = [Step("token ids  [B, T]", "io"), Step("embedding (one row per id)", "embed")]
     shown = min(n_layers, 3)
     for i in range(shown):
@@ -182,6 +184,10 @@ def model_diagram(n_layers: int = 2, title: str | None = None) -> go.Figure:
     fig = _figure(title, (-2.4, 3.2), (-0.6, len(steps) - 0.4), height=90 + 58 * len(steps), width=520)
     _column(fig, 0.0, steps, width=4.0)
     _bracket(fig, 0.0, steps, 2, 1 + shown, f"× {n_layers}<br>same shape<br>in and out", offset=2.2)
+    if shapes:  # the arrows that carry the stream: embedding → blocks → final norm → LM head
+        for a, b in zip(steps[1:-2], steps[2:-1]):
+            fig.add_annotation(x=0.12, y=(_top(a) + _bottom(b)) / 2, text="[B, T, C]", showarrow=False,
+                               xanchor="left", font=dict(size=11, color="#555"))
     return fig
 
 
