@@ -35,3 +35,14 @@ def test_cache_figure_ends_each_line_at_its_context():
         fv.cache_context_figure({"a": cfg}, lengths, contexts={"z": 32})
     with pytest.raises(TinyTFInputError, match="positive int"):
         fv.cache_context_figure({"a": cfg}, lengths, contexts={"a": 0})
+
+
+def test_cache_figure_keeps_the_dotted_style_for_lines_past_a_context():
+    # a model's own line never uses "dot", the style of every past-the-context segment
+    cfg = tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=2, d_ff=64)
+    configs = {f"m{i}": cfg for i in range(8)}
+    fig = fv.cache_context_figure(configs, [16, 32, 64], dtype=torch.float32, contexts={"m2": 16})
+    own = [t for t in fig.data if t.showlegend is not False]
+    past = [t for t in fig.data if t.showlegend is False]
+    assert len(own) == 8 and all(t.line.dash != "dot" for t in own)
+    assert len(past) == 1 and past[0].line.dash == "dot"

@@ -155,7 +155,7 @@ def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batc
         raise TinyTFInputError("cache_context_figure: every context must be a positive int (tokens)")
     lengths = list(lengths) if lengths is not None else [2 ** k for k in range(7, 18)]
     fig = go.Figure()
-    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+    dashes = ["solid", "dash", "dashdot", "longdash", "longdashdot"]  # "dot" is kept for the lines past a context
     for j, (name, cfg) in enumerate(configs.items()):
         gib = [kv_cache_bytes(cfg, T, batch, dtype) / 2 ** 30 for T in lengths]
         text = [format_bytes(kv_cache_bytes(cfg, T, batch, dtype)) for T in lengths]
