@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from ..config import RopeScaling, SlidingWindow
 from ..errors import TinyTFInputError
 from ..models import TinyTransformer
-from ..positions import RoPE, rope_angles, rotate_half, yarn_mscale
+from ..positions import RoPE, yarn_mscale
 from . import pretrained, textdata
 
 RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "text-4l-context.json"
@@ -148,8 +148,8 @@ def clamped_offsets(model, size: int) -> dict:
         def far_scores(scores, store=seen, rotary=attn.rotary, group=attn.n_heads // attn.n_kv_heads):
             q, k = store["q"], store["k"]  # [B, H, T, D], [B, H_kv, S, D]: before their rotation
             T, S, D = q.shape[-2], k.shape[-2], q.shape[-1]
-            cos, sin = rope_angles(torch.full((T,), size - 1, device=q.device), D, rotary.theta)  # [T, D] each
-            q_far = q * cos.to(q.dtype) + rotate_half(q) * sin.to(q.dtype)  # every query at offset size - 1
+            cos, sin = rotary.angles(torch.full((T,), size - 1, device=q.device), q.device)  # [T, D] each
+            q_far = rotary.turn(q, cos.to(q.dtype), sin.to(q.dtype))  # every query at offset size - 1
             k = k.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
             far = q_far @ k.transpose(-2, -1) / math.sqrt(D)  # [B, H, T, S]
             query = torch.arange(S - T, S, device=q.device)[:, None]  # absolute positions of the T queries
