@@ -210,6 +210,15 @@ AUDIT_JS = r"""(minSubplot) => {
     problems.push(`page scrolls sideways: ${doc.scrollWidth} px wide in a ${window.innerWidth} px window` +
       (worst ? ` (${worst.tagName.toLowerCase()}.${[...worst.classList].join('.')}: "${(worst.textContent || '').trim().slice(0, 60)}")` : ''));
   }
+  // from 768 px up a printed output line longer than the column wraps (tinytf-book.css): none may hide its end
+  if (window.innerWidth >= 768) {
+    document.querySelectorAll('.bd-article .cell_output pre').forEach(pre => {
+      if (pre.offsetParent && pre.scrollWidth > pre.clientWidth + 2) {
+        const line = (pre.textContent || '').split('\n').reduce((a, l) => l.length > a.length ? l : a, '');
+        problems.push(`a printed output scrolls sideways (${pre.scrollWidth} px in ${pre.clientWidth} px): "${line.trim().slice(0, 60)}"`);
+      }
+    });
+  }
   const luminance = (rgb) => {
     const c = rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
     return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
