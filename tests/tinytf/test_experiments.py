@@ -194,6 +194,17 @@ def test_table_rounds_only_values_printed_without_their_range():
     assert alone.split()[-1] == round_to_seeds(profile.grad_ratio, seeds, "#.3g")
 
 
+def test_table_formats_replace_a_columns_digits():
+    profile = ex.layer_profile(SMALL, seeds=(0, 1, 2), batch=2, seq_len=4)
+    cosines = [r.token_similarity[-1] for r in profile.per_seed]
+    from tinytf.lab.experiments import round_to_seeds
+
+    row = ex.format_profiles([profile], columns=("similarity_last",), formats={"similarity_last": ".2f"})
+    assert row.splitlines()[-1].split()[-1] == round_to_seeds(profile.token_similarity[-1], cosines, ".2f")
+    with pytest.raises(tinytf.TinyTFInputError, match="unknown column"):
+        ex.format_profiles([profile], columns=("grad_ratio",), formats={"nope": ".2f"})
+
+
 SETUP_SUMMARIES = {"large updates": "pre-norm's stream grows; block 0's gradient larger in both",
                    "small updates": "neither stream grows; both balanced",
                    "own embeddings": "pre-norm's stream grows; block 0's gradient larger in pre-norm"}

@@ -370,7 +370,8 @@ def round_to_seeds(value: float, seed_values, spec: str = "#.3g") -> str:
 
 
 def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", "per_layer", "rms_first", "rms_last"),
-                    title: str | None = None, float64: bool = False, legend: bool = True) -> str:
+                    title: str | None = None, float64: bool = False, legend: bool = True,
+                    formats: dict | None = None) -> str:
     """Plain-text table, one row per profile. Columns (see ``COLUMNS``): gradient norm of the first block
     (block 0, as in the trace names) and of the last block, their ratio, its seed range, the per-layer factor, the activation
     RMS leaving the first and last block, and the similarity between positions after the last block.
@@ -387,8 +388,10 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
     last-bit change of the weights or inputs, which perturbs the computation about as much as float32 rounding
     does, moves the float64 values too: sizes get 1 significant digit, similarities 2 decimals, and the seeds' own values (the seed
     ranges) are not shown ("—"). ``legend=False`` leaves out the lines under the table that explain these
-    marks (for a table after the first that uses them)."""
-    unknown = [c for c in columns if c not in COLUMNS]
+    marks (for a table after the first that uses them). ``formats`` replaces a column's format in this table
+    only, {column: spec}, e.g. ``{"similarity_last": ".2f"}``: cosines to at most 2 decimals, so that rows whose
+    seeds agree on more digits do not print more than the others."""
+    unknown = [c for c in list(columns) + list(formats or {}) if c not in COLUMNS]
     if unknown:
         raise TinyTFInputError(f"unknown column(s) {unknown}; choose from {list(COLUMNS)}")
     width = max([len(p.label) for p in profiles] + [len("configuration")])
@@ -402,11 +405,12 @@ def format_profiles(profiles, columns=("grad_first", "grad_last", "grad_ratio", 
             marked.add("†")
             coarse = not p.precision_gap <= FLOAT64_DIGIT_GAP
             marked.add("—" if coarse else "†")
-            cells = [_format_float64(COLUMNS[c][1](exact), COLUMNS[c][2], coarse) for c in columns]
+            cells = [_format_float64(COLUMNS[c][1](exact), (formats or {}).get(c, COLUMNS[c][2]), coarse)
+                     for c in columns]
         else:
             if p.ill_conditioned:
                 marked.add("~")
-            cells = [_cell(c, p, columns) for c in columns]
+            cells = [_cell(c, p, columns, (formats or {}).get(c)) for c in columns]
         lines.append(f"{p.label:<{width}}" + "".join(f"  {cell:>{w}}" for cell, w in zip(cells, widths)))
     if not legend:
         marked = set()
@@ -453,10 +457,11 @@ def format_setups(runs: dict, summaries: dict) -> str:
     return "\n".join(lines)
 
 
-def _cell(column: str, p: LayerProfile, columns) -> str:
+def _cell(column: str, p: LayerProfile, columns, spec: str | None = None) -> str:
     """One value of a row that shows its float32 run: a value without its seed range in the table is rounded to
-    what its seeds support (``round_to_seeds``), any other as ``_format_value`` does."""
-    value, spec = COLUMNS[column][1](p), COLUMNS[column][2]
+    what its seeds support (``round_to_seeds``), any other as ``_format_value`` does; ``spec`` replaces the
+    column's own format."""
+    value, spec = COLUMNS[column][1](p), spec or COLUMNS[column][2]
     if not p.ill_conditioned and column in SEED_VALUES and RANGE_OF.get(column) not in columns:
         return round_to_seeds(value, [SEED_VALUES[column](p, r) for r in p.per_seed], spec)
     return _format_value(value, spec, p.ill_conditioned, _reference(column, p))
