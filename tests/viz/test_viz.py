@@ -336,6 +336,27 @@ def test_attention_map_values_mask_and_labels():
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
 
 
+def test_attention_map_masked_cells_unlike_any_weight_and_rows_apart():
+    # masked cells are white with a dark mark in light and dark mode: a light grey cell read as a mid weight of
+    # cividis. A pure grey mark would be lightened by the page's dark mode (figure_core.js isGrey), so it is not one.
+    from tinytf.viz.attention_map import MASK_FILL, MASK_ON_WHITE, ROW_GAP_PX
+    from tinytf.viz.common import SEQUENTIAL
+
+    model = model_for()
+    fig = viz.attention_map(model, "hello", cols=1)  # 3 panels, one per row
+    masks = [t for t in fig.data if t.type == "heatmap" and t.name.endswith("(masked)")]
+    assert masks and all({c for _, c in t.colorscale} == {MASK_FILL} for t in masks)
+    assert MASK_FILL.lower() == "#ffffff" and MASK_FILL not in [c for _, c in SEQUENTIAL]
+    marks = [t for t in fig.data if t.type == "scatter" and t.name.endswith("mask marks")]
+    assert marks and all(t.marker.line.color == MASK_ON_WHITE for t in marks)
+    r, g, b = (int(MASK_ON_WHITE[i:i + 2], 16) for i in (1, 3, 5))
+    assert not r == g == b and max(r, g, b) < 100  # dark, and not a grey the dark mode would recolour
+    # the gap between two rows of panels, in pixels, leaves room for the axis title and the next panel's title
+    plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    upper, lower = fig.layout.yaxis.domain, fig.layout.yaxis2.domain
+    assert (upper[0] - lower[1]) * plot_px >= ROW_GAP_PX - 0.5
+
+
 def test_attention_map_single_head_and_trace_input():
     model = model_for()
     tr = trace_of(model, "cat")

@@ -7,9 +7,14 @@ import numpy as np
 
 from ..errors import TinyTFInputError
 from . import binding as bnd
-from .common import FONT, MASK_GREY, MASK_MARK, SEQUENTIAL, axis_labels, get_traced, make_figure, need
+from .common import FONT, SEQUENTIAL, axis_labels, get_traced, make_figure, need
 
 KINDS = ("self", "cross", "encoder")
+MASK_FILL = "#ffffff"  # masked cells: white in light and dark mode, unlike any colour of the weight scale
+# the mark on a masked cell: dark in both modes. Not a pure grey (equal r, g, b), which the page's dark mode
+# would lighten for a dark background, making it vanish on the white cell
+MASK_ON_WHITE = "#4a4a55"
+ROW_GAP_PX = 72  # between rows of panels: the upper row's tick labels and axis title, then the lower row's title
 
 
 def attention_names(trace, layer: int, kind: str = "self"):
@@ -56,7 +61,9 @@ def _panel_traces(name, z, mk, qlab, klab, ax: str, q_name: str, k_name: str) ->
     if mk.value.any():  # which cells are masked depends on the length only (a causal mask)
         data.append(dict(
             type="heatmap", z=bnd.op("where", mk, 1.0, None), x=klab, y=qlab, xaxis=f"x{ax}", yaxis=f"y{ax}",
-            colorscale=[[0, MASK_GREY], [1, MASK_GREY]], showscale=False, xgap=1, ygap=1,
+            # white, not grey: a light grey cell would read as a mid weight of the cividis scale; the fill is a
+            # colour scale, so the page's dark mode leaves it (and the mark drawn on it) white and dark
+            colorscale=[[0, MASK_FILL], [1, MASK_FILL]], showscale=False, xgap=1, ygap=1,
             name=f"{name} (masked)",
             hovertemplate=(f"<b>{name}</b><br>{q_name} %{{y}}<br>{k_name} %{{x}}"
                            "<br>masked: a later position, weight 0<extra></extra>"),
@@ -64,7 +71,7 @@ def _panel_traces(name, z, mk, qlab, klab, ax: str, q_name: str, k_name: str) ->
         marks_x, marks_y = (bnd.op("take", lab, bnd.op("nonzero", mk, k)) for lab, k in ((klab, 1), (qlab, 0)))
         data.append(dict(type="scatter", x=marks_x, y=marks_y, xaxis=f"x{ax}",
                          yaxis=f"y{ax}", mode="markers", hoverinfo="skip", name=f"{name} mask marks",
-                         marker=dict(symbol="x-thin", size=10, line=dict(width=1.5, color=MASK_MARK))))
+                         marker=dict(symbol="x-thin", size=10, line=dict(width=1.5, color=MASK_ON_WHITE))))
     return data
 
 
@@ -95,7 +102,9 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     n = len(panels)
     cols = cols or min(n, 5)
     rows = math.ceil(n / cols)
-    gap_x, gap_y = 0.05, 0.16 / max(rows, 1)
+    gap_x = 0.05
+    cell = 34 if max(T, S) <= 8 else 20
+    gap_y = ROW_GAP_PX / (rows * (max(T, 3) * cell + 60) + 14)  # as a share of the plot height set below
     pw = (1 - gap_x * (cols - 1)) / cols
     ph = (1 - gap_y * (rows - 1)) / rows
     q_name, k_name = ("target", "source") if kind == "cross" else ("query", "key")
