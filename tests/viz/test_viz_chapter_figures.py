@@ -54,6 +54,11 @@ def test_norm_scatter_figure_plots_the_modules_outputs():
         assert np.allclose(fig.data[0].y, ln(x)[order].numpy(), atol=1e-6)
         assert np.allclose(fig.data[1].y, rms(x)[order].numpy(), atol=1e-6)
     assert np.allclose(fig.data[0].x, x[order].numpy())
+    assert len(fig.data) == 2  # the values straddle 0: no extension
+    fig = norm_scatter_figure({"x + 3": x - x.min() + 1}, {"LayerNorm": ln, "RMSNorm": rms})  # all values >= 1
+    assert len(fig.data) == 4  # each line extended, dotted, to input 0
+    assert fig.data[3].x[0] == 0.0 and abs(fig.data[3].y[0]) < 1e-6  # RMSNorm's line reaches the origin
+    assert fig.data[2].line.dash == "dot" and fig.data[2].y[0] < 0  # LayerNorm's is negative at input 0
 
 
 def test_activation_curves_and_slopes():

@@ -22,7 +22,8 @@ def norm_scatter_figure(inputs: dict, norms: dict) -> go.Figure:
     """One panel per input vector (``inputs``: {title: tensor [C]}): each feature's input value (x axis)
     against its output value (y axis) under each norm (``norms``: {name: module}). A norm is a
     per-token affine map, so each norm's points lie on a line: RMSNorm's passes through the origin
-    (it only rescales), LayerNorm's crosses zero at the token's mean (it shifts, then rescales)."""
+    (it only rescales), LayerNorm's crosses zero at the token's mean (it shifts, then rescales). Each line is
+    extended, dotted, to input 0 when the token's values do not reach it, so the origin can be checked."""
     fig = make_subplots(rows=1, cols=len(inputs), subplot_titles=list(inputs), horizontal_spacing=0.1)
     with torch.no_grad():
         for col, (title, x) in enumerate(inputs.items(), start=1):
@@ -39,6 +40,19 @@ def norm_scatter_figure(inputs: dict, norms: dict) -> go.Figure:
                     customdata=order.tolist(),
                     hovertemplate=(f"{name}<br>feature %{{customdata}}<br>"
                                    "in %{x:.3f} → out %{y:.3f}<extra></extra>")),
+                    row=1, col=col)
+            for n, (name, norm) in enumerate(norms.items()):  # each line extended, dotted, to input 0
+                lo, hi = float(x.min()), float(x.max())
+                if lo <= 0 <= hi:
+                    continue
+                y = norm(x[None, None, :])[0, 0]
+                # the line through the two end points, drawn from the end nearest 0 to input 0
+                slope = float((y[order[-1]] - y[order[0]]) / (x[order[-1]] - x[order[0]]))
+                near = lo if lo > 0 else hi
+                y_near = float(y[order[0]] if lo > 0 else y[order[-1]])
+                fig.add_trace(go.Scatter(
+                    x=[0.0, near], y=[y_near - slope * near, y_near], mode="lines", showlegend=False,
+                    line=dict(color=OKABE_ITO[n % len(OKABE_ITO)], width=1, dash="dot"), hoverinfo="skip"),
                     row=1, col=col)
             mean = round(float(x.mean()), 2) + 0.0  # + 0.0: no "-0.00" label
             fig.add_vline(x=mean, line=dict(color="#777777", dash="dot", width=1), row=1, col=col,
