@@ -39,7 +39,8 @@ class SwiGLU(nn.Module):
         self.hook_post, self.hook_out = Hook(), Hook()
 
     def forward(self, x):  # x: [B, T, C]
-        act = self.hook_act(F.silu(self.hook_gate(self.gate(x))))  # [B, T, d_ff]
+        gate = self.hook_gate(self.gate(x))  # [B, T, d_ff]
+        act = self.hook_act(F.silu(gate))  # [B, T, d_ff]
         post = self.hook_post(act * self.hook_up(self.up(x)))  # [B, T, d_ff]
         return self.hook_out(self.down(post))  # [B, T, C]
 
@@ -48,7 +49,8 @@ class GeGLU(SwiGLU):
     """Gemma's gated FFN: down(gelu_tanh(gate(x)) * up(x)); the same three matrices as SwiGLU."""
 
     def forward(self, x):  # x: [B, T, C]
-        act = self.hook_act(F.gelu(self.hook_gate(self.gate(x)), approximate="tanh"))  # [B, T, d_ff]
+        gate = self.hook_gate(self.gate(x))  # [B, T, d_ff]
+        act = self.hook_act(F.gelu(gate, approximate="tanh"))  # [B, T, d_ff]
         post = self.hook_post(act * self.hook_up(self.up(x)))  # [B, T, d_ff]
         return self.hook_out(self.down(post))  # [B, T, C]
 

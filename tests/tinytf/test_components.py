@@ -73,6 +73,13 @@ def test_swiglu_is_down_of_silu_gate_times_up():
     assert sum(p.numel() for p in ffn.parameters()) == 3 * 8 * 24
 
 
+@pytest.mark.parametrize("module", [tinytf.MLP, tinytf.SwiGLU])
+def test_printed_ffn_source_fits_the_page(module):
+    # chapter 4 prints these forward methods; the book's code column shows about 78 characters
+    import inspect
+    assert max(len(line) for line in inspect.getsource(module.forward).splitlines()) <= 78
+
+
 @pytest.mark.parametrize("act,fn", [("relu", F.relu), ("gelu", F.gelu)])
 def test_mlp_is_two_matrices_with_activation(act, fn):
     ffn = tinytf.MLP(8, 32, activation=act, bias=True)
