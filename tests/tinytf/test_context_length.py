@@ -126,7 +126,8 @@ def test_recorded_measurement_supports_the_chapter(results):
     assert results["corpus_sha256"] == info["corpus"]["sha256"]
     curves = {k: torch.tensor(v, dtype=torch.float64) for k, v in results["bpb_by_position"].items()}
     assert set(curves) == set(C.CONDITIONS) == {"1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32",
-                                                "window 8", "clamp 128"}
+                                                "window 8", "clamp 128", "clamp 128, pairs 6-15",
+                                                "clamp 128, pairs 0-5"}
     assert all(len(c) == 512 for c in curves.values())
     for key, bands in results["bands"].items():
         assert bands == pytest.approx({k: round(v, 4) for k, v in C.band_means(curves[key]).items()}, abs=2e-4)
@@ -177,6 +178,54 @@ def test_clamped_offsets_scores_far_pairs_at_the_clamp_and_keeps_every_key():
         C.clamped_offsets(small_model(pos="learned"), 4)
     with pytest.raises(TinyTFInputError, match="plain RoPE"):
         C.clamped_offsets(C.windowed(model, 4), 4)
+
+
+def test_clamped_offsets_of_some_pairs_only():
+    """pairs=...: the far scores sum the clamped pairs' part at offset size - 1 and the other pairs' part at their
+    own offset (pair i = dimensions i and i + D/2); every pair clamped = the full clamp, no pair = no change."""
+    model = small_model(n_heads=4, n_kv_heads=2)
+    x = torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(2))
+    D = model.config.d_model // model.config.n_heads
+    with torch.no_grad():
+        plain, trace = model.run_with_trace(x, names=["blocks.0.attn.*"])
+        full = model.run_with_patches(x, patches=C.clamped_offsets(model, 4))
+        assert torch.allclose(model.run_with_patches(x, patches=C.clamped_offsets(model, 4, range(D // 2))), full,
+                              atol=1e-6)
+        assert torch.allclose(model.run_with_patches(x, patches=C.clamped_offsets(model, 4, [])), plain, atol=1e-6)
+        slow = range(6, D // 2)
+        part, ptrace = model.run_with_trace(x, names=["blocks.0.attn.scores"], patches=C.clamped_offsets(model, 4, slow))
+    assert torch.equal(part[:, :4], plain[:, :4]) and not torch.allclose(part[:, 4:], plain[:, 4:])
+    q, k = trace["blocks.0.attn.q"], trace["blocks.0.attn.k"].repeat_interleave(2, dim=1)  # before rotation
+    rot, s = model.blocks[0].attn.rotary, ptrace["blocks.0.attn.scores"]
+    dims = torch.zeros(D, dtype=torch.bool)
+    dims[list(slow)] = True
+    dims[[i + D // 2 for i in slow]] = True
+    for m, n in ((9, 2), (11, 0), (5, 1)):  # offsets 7, 11, 4 > 3
+        far_q, own_q = rot.rotate(q[:, :, m:m + 1], offset=n + 3), rot.rotate(q[:, :, m:m + 1], offset=m)
+        k_n = rot.rotate(k[:, :, n:n + 1], offset=n)
+        want = ((far_q * k_n)[..., dims].sum(-1) + (own_q * k_n)[..., ~dims].sum(-1)) / math.sqrt(D)  # [B, H, 1]
+        assert torch.allclose(s[:, :, m, n], want[..., 0], atol=1e-5)
+    for m, n in ((9, 6), (4, 1)):  # offsets 3: their own scores
+        assert torch.equal(s[:, :, m, n], trace["blocks.0.attn.scores"][:, :, m, n])
+    with pytest.raises(TinyTFInputError, match="pairs must lie"):
+        C.clamped_offsets(model, 4, [D // 2])
+
+
+def test_recorded_clamp_of_the_slow_pairs_removes_most_of_the_rise():
+    """Chapter 11's test of the slow-pair hypothesis, as recorded: clamping pairs 6-15 only keeps the loss near the
+    clamp of every pair, clamping pairs 0-5 only leaves most of the rise; paired over the same windows."""
+    r = C.load_results()
+    b, w = r["bands"], r["bands_by_window"]
+    for key in ("clamp 128, pairs 6-15", "clamp 128, pairs 0-5"):
+        assert r["bpb_by_position"][key][:128] == r["bpb_by_position"]["1"][:128]  # within the clamp: no change
+    for band in ("192-256", "256-384", "384-512"):
+        rise = b["1"][band] - b["clamp 128"][band]  # what clamping every pair removes
+        assert rise > 3
+        assert b["1"][band] - b["clamp 128, pairs 6-15"][band] > 0.9 * rise  # the slow pairs: most of it
+        assert b["1"][band] - b["clamp 128, pairs 0-5"][band] < 0.3 * rise  # the fast pairs: a small part
+        for key in ("1", "clamp 128", "clamp 128, pairs 6-15", "clamp 128, pairs 0-5"):
+            assert len(w[key][band]) == r["n_windows"]
+            assert sum(w[key][band]) / r["n_windows"] == pytest.approx(b[key][band], abs=1e-3)
 
 
 def test_recorded_clamp_equals_the_shipped_model_within_the_clamp():

@@ -12,15 +12,17 @@ apart: the long offsets go, the number of keys stays, which separates the two ca
 
 ``python -m tinytf.lab.context_length`` (or ``scripts/context_length.py``) measures text-4l on 512-byte
 windows of its validation split, as it is, interpolated linearly by 2 and 4 and with YaRN by 4, and with every
-layer limited to a sliding window of 128, 32 and 8 keys, and with offsets clamped at 127 (every key kept), and
-writes ``RESULTS_PATH``, which chapter 11 loads:
+layer limited to a sliding window of 128, 32 and 8 keys, and with offsets clamped at 127 (every key kept; in
+every RoPE pair, in the slow pairs 6-15 only, in the fast pairs 0-5 only), and writes ``RESULTS_PATH``, which chapter 11 loads:
 
     results = load_results()
     results["bpb_by_position"]["1"]  # 512 numbers: bits per byte at positions 0..511, as shipped
     results["bpb_by_position"]["linear 4"]  # the same with every RoPE frequency divided by 4
     results["bpb_by_position"]["window 128"]  # the same weights, each query seeing only its last 128 keys
+    results["bands_by_window"]["clamp 128"]["384-512"]  # one mean per window (recorded for "1" and the clamps)
 
-(keys "1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32", "window 8", "clamp 128").
+(keys "1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32", "window 8", "clamp 128", and the clamp of
+RoPE pairs 6-15 only and of pairs 0-5 only: "clamp 128, pairs 6-15", "clamp 128, pairs 0-5").
 
 ``attention_entropy`` measures, per window, how spread each query's attention is (in bits) and the bits per byte,
 with every attention score optionally multiplied by YaRN's temperature (``yarn_logit_scale``).
@@ -47,26 +49,31 @@ BANDS = ((0, 32), (96, 128), (128, 192), (192, 256), (256, 384), (384, 512))  # 
 
 @torch.no_grad()
 def bits_by_position(model, data: torch.Tensor, n_windows: int, seq_len: int, batch_size: int = 8,
-                     progress=None, patches=None) -> torch.Tensor:
+                     progress=None, patches=None, by_window: bool = False):
     """[seq_len] float64: the mean cross-entropy, in bits, of predicting byte t + 1 at position t, over the
     ``n_windows`` fixed windows of ``textdata.eval_windows(data, n_windows, seq_len)`` (each window starts at
     position 0). ``progress``: an optional callable(n_windows_done) for a progress bar. ``patches``: applied in
-    every forward pass, as in ``run_with_patches`` (e.g. ``clamped_offsets``)."""
+    every forward pass, as in ``run_with_patches`` (e.g. ``clamped_offsets``). ``by_window=True``: also the
+    [n_windows, seq_len] bits of every window, returned as (mean, per_window)."""
     if seq_len < 1:
         raise TinyTFInputError(f"bits_by_position: seq_len must be >= 1, got {seq_len}")
     inputs, targets = textdata.eval_windows(data, n_windows, seq_len)
     was_training = model.training
     model.eval()
     total = torch.zeros(seq_len, dtype=torch.float64)
+    rows = []
     for i in range(0, len(inputs), batch_size):
         batch = inputs[i:i + batch_size]
         logits = model(batch) if patches is None else model.run_with_patches(batch, patches=patches)  # [b, T, V]
         nats = F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none")  # [b, seq_len]
         total += nats.double().sum(0)
+        if by_window:
+            rows.append(nats.double() / math.log(2))
         if progress is not None:
             progress(min(batch_size, len(inputs) - i))
     model.train(was_training)
-    return total / len(inputs) / math.log(2)
+    mean = total / len(inputs) / math.log(2)
+    return (mean, torch.cat(rows)) if by_window else mean
 
 
 def band_means(bits, bands=BANDS) -> dict:
@@ -116,14 +123,17 @@ def windowed(model, size: int, max_seq_len=None):
     return out.eval()
 
 
-def clamped_offsets(model, size: int) -> dict:
+def clamped_offsets(model, size: int, pairs=None) -> dict:
     """Patches (for ``run_with_patches`` or ``bits_by_position``) under which every query-key pair more than
     ``size - 1`` positions apart is scored as if it were exactly ``size - 1`` apart, in every layer: each query
     still reads every earlier key, but no offset larger than ``size - 1`` ever reaches RoPE. Pairs within
     ``size - 1`` keep their own scores. The far scores are (R(size - 1) q) . k / sqrt(D), with q and k taken
     before their rotation: RoPE's score depends only on the offset, so this is the score of q and k placed
-    ``size - 1`` apart. For the plain RoPE of a model without QK-norm (text-4l); the patches keep q and k of the
-    current forward pass, so use them for one pass at a time."""
+    ``size - 1`` apart. ``pairs``: the RoPE pairs (0 = fastest) whose offsets are clamped, the others keeping
+    each pair's own offset (pair i is dimensions i and i + D/2, as ``rotate_half`` pairs them); None: every pair.
+    A far score is a sum over pairs, so it is then the clamped pairs' part of (R(size - 1) q) . k plus the other
+    pairs' part of the usual q_rot . k_rot. For the plain RoPE of a model without QK-norm (text-4l); the patches
+    keep q and k of the current forward pass, so use them for one pass at a time."""
     cfg = model.config
     if (cfg.pos != "rope" or cfg.rope_scaling is not None or cfg.qk_norm != "none"
             or cfg.sliding_window is not None):
@@ -132,6 +142,15 @@ def clamped_offsets(model, size: int) -> dict:
                                f"sliding_window={cfg.sliding_window!r})")
     if size < 1:
         raise TinyTFInputError(f"clamped_offsets: size must be >= 1, got {size}")
+    d_head = cfg.d_model // cfg.n_heads
+    mask = None  # [D]: 1 on the dimensions of the clamped pairs
+    if pairs is not None:
+        pairs = sorted(set(int(i) for i in pairs))
+        if any(not 0 <= i < d_head // 2 for i in pairs):
+            raise TinyTFInputError(f"clamped_offsets: pairs must lie in 0..{d_head // 2 - 1}, got {pairs}")
+        mask = torch.zeros(d_head)
+        mask[pairs] = 1.0
+        mask[[i + d_head // 2 for i in pairs]] = 1.0
     patches = {}
     for i, block in enumerate(model.blocks):
         attn = block.attn
@@ -151,13 +170,22 @@ def clamped_offsets(model, size: int) -> dict:
             cos, sin = rotary.angles(torch.full((T,), size - 1, device=q.device), q.device)  # [T, D] each
             q_far = rotary.turn(q, cos.to(q.dtype), sin.to(q.dtype))  # every query at offset size - 1
             k = k.repeat_interleave(group, dim=1)  # [B, H_kv, S, D] -> [B, H, S, D]
-            far = q_far @ k.transpose(-2, -1) / math.sqrt(D)  # [B, H, T, S]
+            if mask is None:  # every pair clamped
+                far = q_far @ k.transpose(-2, -1) / math.sqrt(D)  # [B, H, T, S]
+            else:  # the clamped pairs at offset size - 1, the others at their own offset
+                m = mask.to(device=q.device, dtype=q.dtype)
+                k_rot = store["k_rot"].repeat_interleave(group, dim=1)  # [B, H, S, D]: rotated at its own position
+                far = ((q_far * m) @ k.transpose(-2, -1)
+                       + (store["q_rot"] * (1 - m)) @ k_rot.transpose(-2, -1)) / math.sqrt(D)  # [B, H, T, S]
             query = torch.arange(S - T, S, device=q.device)[:, None]  # absolute positions of the T queries
             too_far = query - torch.arange(S, device=q.device)[None, :] > size - 1  # [T, S]
             return torch.where(too_far, far, scores)
 
         patches[f"blocks.{i}.attn.q"] = keep("q")
         patches[f"blocks.{i}.attn.k"] = keep("k")
+        if mask is not None:
+            patches[f"blocks.{i}.attn.q_rot"] = keep("q_rot")
+            patches[f"blocks.{i}.attn.k_rot"] = keep("k_rot")
         patches[f"blocks.{i}.attn.scores"] = far_scores
     return patches
 
@@ -222,10 +250,13 @@ def load_results(path=None) -> dict:
 
 CONDITIONS = {"1": ("linear", 1), "linear 2": ("linear", 2), "linear 4": ("linear", 4), "yarn 4": ("yarn", 4),
               "window 128": ("window", 128), "window 32": ("window", 32), "window 8": ("window", 8),
-              "clamp 128": ("clamp", 128)}
+              "clamp 128": ("clamp", 128), "clamp 128, pairs 6-15": ("clamp", 128, range(6, 16)),
+              "clamp 128, pairs 0-5": ("clamp", 128, range(0, 6))}
 """{key: (kind, value)} measured by ``measure``: kind "linear" or "yarn" with the factor of ``interpolated``
 (("linear", 1) is the model as shipped), "window" with the ``size`` of ``windowed``, or "clamp" with the
-``size`` of ``clamped_offsets`` (every key kept, offsets over size - 1 scored as size - 1)."""
+``size`` of ``clamped_offsets`` (every key kept, offsets over size - 1 scored as size - 1), and a third item
+for a clamp of some pairs only: the ``pairs`` of ``clamped_offsets`` (pairs 6-15: text-4l's slow pairs,
+under one turn over the offsets 0-127 of training; pairs 0-5: the fast ones)."""
 
 
 def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, conditions=CONDITIONS,
@@ -247,17 +278,18 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     try:
-        curves = {}
-        for key, (kind, f) in conditions.items():
+        curves, per_window = {}, {}
+        for key, (kind, f, *pairs) in conditions.items():
             patches = None
             if kind == "window":
                 m = windowed(model, f, max_seq_len=seq_len)
             elif kind == "clamp":
-                m, patches = model, clamped_offsets(model, f)
+                m, patches = model, clamped_offsets(model, f, pairs[0] if pairs else None)
             else:
                 m = model if f == 1 else interpolated(model, f, kind)
-            curves[key] = bits_by_position(m, corpus.val, n_windows, seq_len,
-                                           progress=bar.update if bar is not None else None, patches=patches)
+            curves[key], per_window[key] = bits_by_position(m, corpus.val, n_windows, seq_len, patches=patches,
+                                                            progress=bar.update if bar is not None else None,
+                                                            by_window=True)
         windows = textdata.eval_windows(corpus.val, n_windows, seq_len)
         unigram = textdata.unigram_bits_per_byte(corpus.train, windows)
         bigram = textdata.bigram_bits_per_byte(corpus.train, windows)
@@ -276,11 +308,15 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
                     "byte t + 1 from bytes 0..t; 'linear f': RopeScaling('linear', f); 'yarn f': RopeScaling('yarn', f, "
                     "original_max_seq_len=128); 'window n': every layer limited to a sliding window of n keys "
                     "(SlidingWindow(n)), the same weights; 'clamp n': every key kept, each query-key pair more than n - 1 "
-                    "positions apart scored as if n - 1 apart (clamped_offsets(model, n)); no fine-tuning",
+                    "positions apart scored as if n - 1 apart (clamped_offsets(model, n)); 'clamp n, pairs a-b': the same "
+                    "for RoPE pairs a to b only, the other pairs keeping their own offset (clamped_offsets(model, n, "
+                    "range(a, b + 1))); no fine-tuning",
         "torch_version": torch.__version__, "seconds": round(time.perf_counter() - t0, 1),
         "baselines": {"unigram": round(unigram, 4), "bigram": round(bigram, 4)},
         "bpb_by_position": {f: [round(float(x), 4) for x in c] for f, c in curves.items()},
         "bands": {f: {k: round(v, 4) for k, v in band_means(c).items()} for f, c in curves.items()},
+        "bands_by_window": {f: {f"{a}-{b}": [round(float(x), 4) for x in w[:, a:b].mean(1)] for a, b in BANDS
+                                if b <= seq_len} for f, w in per_window.items()},
     }
 
 
@@ -291,10 +327,24 @@ def main(argv=None) -> int:
     p.add_argument("--windows", type=int, default=128)
     p.add_argument("--seq-len", type=int, default=512)
     p.add_argument("--out", type=Path, default=RESULTS_PATH)
+    p.add_argument("--only", nargs="+", choices=sorted(CONDITIONS), metavar="KEY",
+                   help="measure only these conditions and merge them into --out (which must exist, measured on "
+                        "the same windows); the other conditions stay as recorded")
     args = p.parse_args(argv)
-    results = measure(n_windows=args.windows, seq_len=args.seq_len)
+    conditions = CONDITIONS if args.only is None else {k: CONDITIONS[k] for k in args.only}
+    results = measure(n_windows=args.windows, seq_len=args.seq_len, conditions=conditions)
+    if args.only is not None:
+        old = load_results(args.out)
+        same = ("model", "corpus_sha256", "windows", "n_windows", "seq_len")
+        if any(old[k] != results[k] for k in same):
+            raise TinyTFInputError(f"{args.out}: measured on other windows or another model; measure everything again")
+        seconds = dict(old.get("seconds_by_run", {"all": old["seconds"]}), **{", ".join(args.only): results["seconds"]})
+        for part in ("bpb_by_position", "bands", "bands_by_window"):
+            old.setdefault(part, {}).update(results[part])
+        old.update(measured=results["measured"], torch_version=results["torch_version"], seconds_by_run=seconds)
+        results = old
     args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps(results["bands"], indent=1))
+    print(json.dumps({k: results["bands"][k] for k in conditions}, indent=1))
     print(f"wrote {args.out} ({results['seconds']} s)")
     return 0
 
