@@ -72,14 +72,17 @@ def test_cut_accuracy_by_target_splits_the_pooled_count():
     assert split["eos"][1] == N and split["letters"][1] == sum(lengths)  # one <eos> per string, L letters
     # the same counts, string by string, the long way: the <eos> target is the last position of each string
     cut = {f"decoder.blocks.{i}.cross_attn.out": torch.zeros_like for i in range(2)}
-    eos = letters = 0
+    eos = letters = as_eos = 0
     with torch.no_grad():
         for s, length in enumerate(lengths):
             x = tinytf.pretrained.sample_input("reversal-2l", seed=1 + s, length=length)
-            ok = model.run_with_patches(x.src[None], x.tgt[None], patches=cut)[0].argmax(-1) == x.target
+            top = model.run_with_patches(x.src[None], x.tgt[None], patches=cut)[0].argmax(-1)
+            ok = top == x.target
             eos += int(ok[-1])
             letters += int(ok[:-1].sum())
-    assert split == {"eos": (eos, N), "letters": (letters, sum(lengths))}
+            as_eos += int((top[:-1] == T.EOS).sum())  # a letter target given <eos>
+    assert split == {"eos": (eos, N), "letters": (letters, sum(lengths)), "letters_as_eos": as_eos}
+    assert 0 <= as_eos <= sum(lengths) - letters
     # block 0 alone is the milder cut: more letters stay right
     assert CA.cut_accuracy_by_target(model, n_samples=N, blocks=[0])["letters"][0] > letters
 

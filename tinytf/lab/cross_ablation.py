@@ -105,7 +105,8 @@ def cut_accuracy_by_target(model, name: str = "reversal-2l", n_samples: int = 18
     the next tokens that get the top score, separately for the ``<eos>`` targets (one per example, at its end)
     and the letter targets, on the examples of ``cross_attention_ablation`` (same seeds, same lengths).
 
-    Returns {"eos": (right, total), "letters": (right, total)}: counts pooled over the examples."""
+    Returns {"eos": (right, total), "letters": (right, total), "letters_as_eos": n}: counts pooled over the
+    examples; n is the number of letter targets whose top score is ``<eos>`` (wrong, but not a wrong letter)."""
     lo, hi = _reversal_lengths("cut_accuracy_by_target", model, name)
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise TinyTFInputError(f"cut_accuracy_by_target: n_samples must be an int >= 1, got {n_samples!r}")
@@ -115,14 +116,17 @@ def cut_accuracy_by_target(model, name: str = "reversal-2l", n_samples: int = 18
         raise TinyTFInputError(f"cut_accuracy_by_target: blocks must be decoder blocks 0..{n_blocks - 1}, got {blocks!r}")
     patches = {_site(i): torch.zeros_like for i in blocks}
     counts = {"eos": [0, 0], "letters": [0, 0]}
+    letters_as_eos = 0
     for s in range(n_samples):
         x = P.sample_input(name, seed=first_seed + s, length=lo + s % (hi - lo + 1))
-        ok = model.run_with_patches(x.src[None], x.tgt[None], patches=patches)[0].argmax(-1) == x.target  # [L+1]
+        top = model.run_with_patches(x.src[None], x.tgt[None], patches=patches)[0].argmax(-1)  # [L+1]
+        ok = top == x.target
         is_eos = x.target == EOS
         for key, where in (("eos", is_eos), ("letters", ~is_eos)):
             counts[key][0] += int(ok[where].sum())
             counts[key][1] += int(where.sum())
-    return {key: tuple(v) for key, v in counts.items()}
+        letters_as_eos += int((top[~is_eos] == EOS).sum())
+    return {key: tuple(v) for key, v in counts.items()} | {"letters_as_eos": letters_as_eos}
 
 
 def position_guess_accuracy(lengths, min_length: int, n_letters: int = 26) -> float:
