@@ -12,6 +12,9 @@ leaves out the best cell itself, e.g. when ``--cells best`` already trained it).
     python scripts/decoder_only_blocks.py --cells rates --skip-best --out /tmp/rates.json   # 30 more runs
     python scripts/decoder_only_blocks.py --combine /tmp/best.json /tmp/rates.json   # -> the shipped file
     python scripts/decoder_only_blocks.py --quick             # 20 steps, seed 0, best cells: a smoke test
+    python scripts/decoder_only_blocks.py --at-best-of tinytf/checkpoints/compare_blocks_decoder_only.json \
+        --seeds 3 4 5 6 7 8 9 10 11 12 --out tinytf/checkpoints/compare_blocks_decoder_only_confirm.json
+        # the confirmation: each variant at its own best decoder-only cell (chosen on seeds 0-2), fresh seeds
 """
 from __future__ import annotations
 
@@ -40,6 +43,9 @@ def main(argv=None) -> int:
     p.add_argument("--cells", choices=("grid", "best", "rates"), default="grid",
                    help="grid: the study's 3 rates x 2 warm-ups; best: the study's best cell; rates: the 3 rates "
                         "at the best cell's warm-up")
+    p.add_argument("--at-best-of", type=Path, metavar="FILE",
+                   help="train each variant only at its best cell of FILE (a decoder-only grid written by this "
+                        "script, chosen on validation loss); overrides --cells")
     p.add_argument("--skip-best", action="store_true", help="leave out each variant's best cell of the study")
     p.add_argument("--combine", nargs="+", type=Path, metavar="FILE",
                    help="join these results files (written by this script) into --out instead of training")
@@ -67,6 +73,12 @@ def main(argv=None) -> int:
     grid = {"grid": lambda w: [(x, lr) for x in bc.DEFAULTS["warmups"] for lr in bc.DEFAULTS["lrs"]],
             "best": lambda w: None, "rates": lambda w: [(w, lr) for lr in bc.DEFAULTS["lrs"]]}[args.cells]
     cells = {name: grid(best[name][0]) or [best[name]] for name in configs}
+    if args.at_best_of:
+        own = dor.best_cells(dor.load_results(args.at_best_of))
+        missing = [name for name in configs if name not in own]
+        if missing:
+            p.error(f"--at-best-of: {args.at_best_of} has no runs of {missing}")
+        cells = {name: [own[name]] for name in configs}
     if args.skip_best:
         cells = {name: [c for c in pairs if c != best[name]] for name, pairs in cells.items()}
     for name, pairs in cells.items():

@@ -601,13 +601,14 @@ def test_interval_table_of_the_confirmation_is_unchanged():
     confirm = bc.load_confirmation()
     cells = bc.cells_of(confirm)
     pairs = [(a, b) for _, a, b in bc.CONFIRM_PAIRS]
-    assert [label for label, _, _ in bc.CONFIRM_PAIRS] == ["(1) norm", "(2) blocks", "(3) GQA", "(4) swaps",
-                                                           "(4) emb. scale", "(4) rest"]
+    assert [label for label, _, _ in bc.CONFIRM_PAIRS] == ["(1) norm", "(1b) norm", "(2) blocks", "(3) GQA",
+                                                           "(4) swaps", "(4) emb. scale", "(4) rest"]
     assert all(bc.paired_stats(confirm, a, b, cells).seeds == tuple(range(3, 13)) for a, b in pairs)
     assert bc.interval_table(confirm, pairs, cells) == "\n".join([
         "a vs b                                               a - b, mean ± SE       95% interval   b lower",
         "--------------------------------------------------------------------------------------------------",
         "2017 vs (2017 + pre-norm)                                +0.39 ± 0.09     +0.19 to +0.59      9/10",
+        "(Llama-3-style + post-norm) vs Llama-3-style             -0.11 ± 0.12     -0.39 to +0.17      3/10",
         "2017 vs Llama-3-style                                    -0.03 ± 0.10     -0.25 to +0.19      5/10",
         "(Llama-3-style + MHA) vs Llama-3-style                    0.00 ± 0.10     -0.23 to +0.23      5/10",
         "(2017 + pre-norm) vs Llama-3-style                       -0.42 ± 0.10     -0.65 to -0.19      1/10",
@@ -615,7 +616,12 @@ def test_interval_table_of_the_confirmation_is_unchanged():
         "(2017 + pre-norm) vs (Llama-3-style + scaled emb.)       +0.02 ± 0.05     -0.10 to +0.13      6/10",
         "seeds 3..12 (10); t with 9 degrees of freedom: 2.26"])
     bonf = [bc.paired_stats(confirm, a, b, cells, n_intervals=len(pairs)) for a, b in pairs]
-    assert f"{bonf[0].t:.2f}" == "3.36" and [p.excludes_zero for p in bonf] == [True, False, False, True, True, False]
+    assert f"{bonf[0].t:.2f}" == "3.46"  # Bonferroni for the seven pairs
+    assert [p.excludes_zero for p in bonf] == [True, False, False, False, True, True, False]
+    # the pairs the confirmation had before the second norm pair was added print as they did
+    old = [p for p in pairs if "Llama-3-style + post-norm" not in p]
+    assert [bc.paired_stats(confirm, a, b, cells, n_intervals=6).excludes_zero for a, b in old] == [
+        True, False, False, True, True, False]
 
 
 def test_chapter_pairs_are_oriented_older_vs_newer():

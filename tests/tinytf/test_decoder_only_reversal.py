@@ -101,3 +101,37 @@ def test_the_shipped_runs():
     assert bc.is_finite(r)
     with pytest.raises(tinytf.TinyTFInputError, match="does not exist"):
         dor.load_results(dor.RESULTS_PATH.with_name("no_such_file.json"))
+
+
+def test_the_shipped_grid_is_the_studys_full_grid():
+    """The shipped decoder-only runs: every variant at the study's 2 warm-ups x 3 peak rates x seeds 0-2 (90 runs),
+    with the runs first shipped (each variant at its encoder-decoder best cell) among them."""
+    r = dor.load_results()
+    grid = sorted([w, lr] for w in bc.DEFAULTS["warmups"] for lr in bc.DEFAULTS["lrs"])
+    assert list(r["runs"]) == ["2017", "2017 + pre-norm", "Llama-3-style + post-norm", "Llama-3-style + MHA",
+                               "Llama-3-style"]
+    assert all(sorted(cells) == grid for cells in r["cells"].values())
+    assert sum(len(runs) for runs in r["runs"].values()) == 90
+    for name, runs in r["runs"].items():
+        for w, lr in grid:
+            assert sorted(x["seed"] for x in bc.runs_at(r, name, lr, w)) == [0, 1, 2], (name, w, lr)
+    assert dor.best_cells(r) == bc.best_settings(r)  # the same choice as the study's reader makes
+
+
+def test_the_shipped_confirmation_runs_each_variant_at_its_own_best_cell_on_fresh_seeds():
+    """compare_blocks_decoder_only_confirm.json: each variant trained at one cell, the one best_cells chose on the
+    shipped grid (seeds 0-2), on ten fresh seeds 3-12, with the grid's configs and recipe; finite losses."""
+    grid, confirm = dor.load_results(), dor.load_confirmation()
+    assert bc.cells_of(confirm) == dor.best_cells(grid)
+    assert confirm["settings"]["seeds"] == list(range(3, 13)) and confirm["settings"]["steps"] == 400
+    assert bc.configs_of(confirm) == bc.configs_of(grid)
+    assert {k: v for k, v in confirm["settings"].items() if k not in ("lrs", "warmups", "seeds")} == \
+        {k: v for k, v in grid["settings"].items() if k not in ("lrs", "warmups", "seeds")}
+    for name, runs in confirm["runs"].items():
+        assert sorted(r["seed"] for r in runs) == list(range(3, 13)), name
+        assert all(math.isfinite(r["metrics"]["loss"]) and math.isfinite(r["val_metrics"]["loss"]) for r in runs)
+    assert bc.is_finite(confirm)
+    st = bc.paired_stats(confirm, "2017", "2017 + pre-norm", bc.cells_of(confirm))
+    assert st.n == 10 and st.seeds == tuple(range(3, 13))
+    with pytest.raises(tinytf.TinyTFInputError, match="not a confirmation"):
+        dor.load_confirmation(dor.RESULTS_PATH)  # the grid: six cells per variant

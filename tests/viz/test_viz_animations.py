@@ -72,10 +72,12 @@ def test_swap_animation_counts_parameters_and_gaps():
              ("RMSNorm", cfg.replace(norm_position="pre", norm="rms"))]
     fig = swap_animation(steps)
     assert len(fig.frames) == 3
-    for (name, c), frame in zip(steps, fig.frames):
+    for k, ((name, c), frame) in enumerate(zip(steps, fig.frames)):
         exact = tinytf.exact_layer_params(c)
         assert list(frame.data[0].x) == [exact["attention"], exact["ffn"], exact["norms"]]
         assert f"{exact['total']:,}" in frame.layout.title.text
+        assert f"Swap {k}: {name} " in frame.layout.title.text  # swap 0: the block before any swap
+    assert fig.layout.sliders[0].currentvalue.prefix == "swap "
     from tinytf.review import review
 
     assert list(fig.frames[-1].data[1].x) == [len(review(c)) for _, c in steps]

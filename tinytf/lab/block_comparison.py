@@ -477,11 +477,11 @@ def load_study(directory=None) -> dict:
     return extend(study, *(load_results(directory / f"compare_blocks_{part}.json") for part in EXTENSION_PARTS))
 
 
-CONFIRM_PARTS = ("2017", "prenorm", "llama", "scaled", "mha")  # compare_blocks_confirm_<part>.json
+CONFIRM_PARTS = ("2017", "prenorm", "llama", "scaled", "mha", "postnorm")  # compare_blocks_confirm_<part>.json
 
 
 def load_confirmation(directory=None) -> dict:
-    """The confirmation runs (chapter 9): five variants, each trained only at the best cell the study chose for it
+    """The confirmation runs (chapter 9): six variants, each trained only at the best cell the study chose for it
     on seeds 0-2, on ten fresh seeds (3-12), combined into one results dict (``combine``). Written by
     ``scripts/compare_blocks.py --variants NAME --warmups W --lrs LR --seeds 3 ... 12`` (each file's ``command``)."""
     directory = Path(directory) if directory is not None else RESULTS_PATH.parent
@@ -856,10 +856,13 @@ QUESTIONS = (("(1) the norm's position", "2017", "2017 + pre-norm"),
              ("(3) grouped-query attention", "Llama-3-style + MHA", "Llama-3-style"),
              ("(4) five swaps + unscaled embeddings", "2017 + pre-norm", "Llama-3-style"))
 
-#: chapter 9's confirmation (section 9.3.2, seeds 3-12): its six pairs (short label, a, b), compared as a - b with a
-#: the older choice (positive: the newer choice is lower), in the chapter's order: questions (1) to (4), then (4)
-#: split into the embedding scale (the 2017 block scales them, the Llama-3-style block does not) and the other swaps
+#: chapter 9's confirmation (section 9.3.2, seeds 3-12): its seven pairs (short label, a, b), compared as a - b with a
+#: the older choice (positive: the newer choice is lower), in the chapter's order: question (1), the norm's position,
+#: in both blocks ((1b): the Llama-3-style block with its norms after the add against itself), questions (2) to (4),
+#: then (4) split into the embedding scale (the 2017 block scales them, the Llama-3-style block does not) and the other
+#: swaps. The first five pairs need only the decoder-only study's five variants.
 CONFIRM_PAIRS = (("(1) norm", "2017", "2017 + pre-norm"),
+                 ("(1b) norm", "Llama-3-style + post-norm", "Llama-3-style"),
                  ("(2) blocks", "2017", "Llama-3-style"),
                  ("(3) GQA", "Llama-3-style + MHA", "Llama-3-style"),
                  ("(4) swaps", "2017 + pre-norm", "Llama-3-style"),

@@ -18,10 +18,12 @@ decoder-only model RoPE acts in every attention that relates the output to the s
 the encoder-decoder did not (section 8.4).
 
 **The design.** ``run`` trains each variant at the cells (warm-up, peak rate) it is given, with every seed.
-``scripts/decoder_only_blocks.py`` gives every variant the study's grid (3 rates x 2 warm-ups, 3 seeds) and writes
-``tinytf/checkpoints/compare_blocks_decoder_only.json``; the results have the layout of ``block_comparison``'s, so
-its readers (``best_settings``, ``cell_stats``, ``paired_differences``, the tables) read them, and each variant's
-best cell is chosen on the validation sequences, as in the study.
+``scripts/decoder_only_blocks.py`` gives every variant the study's grid (3 rates x 2 warm-ups, seeds 0-2) and
+writes ``tinytf/checkpoints/compare_blocks_decoder_only.json`` (``load_results``); the results have the layout of
+``block_comparison``'s, so its readers (``best_settings``, ``cell_stats``, ``paired_differences``, the tables) read
+them, and each variant's own decoder-only best cell (``best_cells``) is chosen on the validation sequences, as in
+the study. The confirmation (``load_confirmation``) then trains each variant only at that cell on ten fresh seeds,
+3-12 (``scripts/decoder_only_blocks.py --at-best-of``), as chapter 9 does for the encoder-decoder.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ from ..errors import TinyTFInputError
 from ..models import TinyTransformer
 
 RESULTS_PATH = bc.RESULTS_PATH.with_name("compare_blocks_decoder_only.json")
+CONFIRM_PATH = bc.RESULTS_PATH.with_name("compare_blocks_decoder_only_confirm.json")
 
 
 def as_sequence(batch):
@@ -198,6 +201,19 @@ def load_results(path=None) -> dict:
     for key in ("settings", "configs", "runs", "cells"):
         if key not in results:
             raise TinyTFInputError(f"{path} has no {key!r} entry; it was not written by scripts/decoder_only_blocks.py")
+    return results
+
+
+def load_confirmation(path=None) -> dict:
+    """The decoder-only confirmation (``path=None``: ``CONFIRM_PATH``): each variant trained only at its own best
+    cell of the decoder-only grid (``best_cells(load_results())``, chosen on validation loss over seeds 0-2), on
+    ten fresh seeds (3-12). Written by ``scripts/decoder_only_blocks.py --at-best-of FILE --seeds 3 ... 12``; one
+    cell per variant, so ``block_comparison.cells_of``, ``paired_stats`` and ``interval_table`` read it."""
+    results = load_results(CONFIRM_PATH if path is None else path)
+    try:
+        bc.cells_of(results)
+    except TinyTFInputError as e:
+        raise TinyTFInputError(f"{CONFIRM_PATH if path is None else path}: not a confirmation ({e})") from None
     return results
 
 

@@ -215,7 +215,8 @@ def depth_animation(models: dict, ids=None, labels=None, frame_ms: int = 900):
 # --------------------------------------------------------------------------- chapter 9: swaps
 def swap_animation(steps, frame_ms: int = 1400):
     """``steps``: [(name, TinyConfig)], each config one swap away from the one before (chapter 9's
-    2017 → 2026 path). One frame per step: the parameters of one block by component
+    2017 → 2026 path). One frame per config, titled by its swap number (swap 0: the first config, the block
+    before any swap; swap k: after the k-th swap): the parameters of one block by component
     (``tinytf.exact_layer_params``) and in how many aspects the block reviewer (``tinytf.review``)
     still finds it differs from the Llama-3-style recipe."""
     steps = list(steps)
@@ -242,7 +243,7 @@ def swap_animation(steps, frame_ms: int = 1400):
         ]
 
     frames = [dict(name=names[k], data=traces(k), layout=dict(title=dict(text=_title(
-        f"Step {k}: {labels[k]} — {counts[k]['total']:,} parameters per block",
+        f"Swap {k}: {labels[k]} — {counts[k]['total']:,} parameters per block",
         "left: one block's parameters by part; right: differences from the Llama-3-style recipe"))))
               for k in range(len(steps))]
     layout = dict(
@@ -255,6 +256,6 @@ def swap_animation(steps, frame_ms: int = 1400):
                     fixedrange=True, dtick=1),
         yaxis2=dict(domain=[0, 1], anchor="x2", type="category", categoryorder="array", categoryarray=labels,
                     autorange="reversed", fixedrange=True, range=[len(labels) - 0.5, -0.5]),
-        **animation_controls(names, [f"{k}" for k in range(len(steps))], frame_ms, "step "),
+        **animation_controls(names, [f"{k}" for k in range(len(steps))], frame_ms, "swap "),
     )
     return make_figure(frames[0]["data"], layout, frames)
