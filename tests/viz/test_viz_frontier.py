@@ -186,3 +186,18 @@ def test_sliding_window_figure_opens_on_the_last_query():
     assert first.layout.sliders[0].active == 0 and "query position 0" in first.layout.title.text
     with pytest.raises(TinyTFInputError):
         fv.sliding_window_figure(LOCAL_GLOBAL, 10, start=10)
+
+
+def test_titled_adds_a_bold_title_and_a_look_for_line_to_every_frame():
+    fig = fv.titled(fv.sliding_window_figure(LOCAL_GLOBAL, 5), "Main", "the reach")
+    readout = fv.sliding_window_figure(LOCAL_GLOBAL, 5).frames[2].layout.title.text
+    assert len(fig.frames) == 5
+    assert fig.frames[2].layout.title.text == f"<b>Main</b><br>{readout}<br><span style='font-size:12px'>look for: the reach</span>"
+    assert fig.layout.title.text.startswith("<b>Main</b><br>query position 4")
+    static = fv.cache_context_figure({"tiny": LOCAL_GLOBAL}, [4, 8])
+    own = static.layout.title.text
+    assert fv.titled(static, None, "x").layout.title.text == f"<b>{own}</b><br><span style='font-size:12px'>look for: x</span>"
+    with pytest.raises(TinyTFInputError):
+        fv.titled(fv.sliding_window_figure(LOCAL_GLOBAL, 5), None, "x")  # an animated figure needs its own title
+    with pytest.raises(TinyTFInputError):
+        fv.titled(fv.cache_context_figure({"tiny": LOCAL_GLOBAL}, [4, 8]), None, "")

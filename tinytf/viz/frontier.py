@@ -9,6 +9,7 @@ nothing is trained here.
     expert_load(model, ids)                     tokens per expert, per MoE layer (from router_topk)
     router_figure(model, ids, layer=0)          animated over the tokens: router scores, the k experts chosen
     logit_growth_figure(runs)                   the recorded curves (lab.frontier.logit_growth), per variant, seed
+    titled(fig, main, look_for)                 a bold title above a figure's own title and a "look for:" line under it
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from ..tokens import encode, token_labels
 from .common import FONT, OKABE_ITO, animation_controls, arr
 
 __all__ = ["window_masks", "sliding_window_figure", "cache_context_figure", "expert_load",
-           "router_figure", "logit_growth_figure"]
+           "router_figure", "logit_growth_figure", "titled"]
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -287,4 +288,26 @@ def logit_growth_figure(runs: dict, log_y: bool = False, bound: float | None = N
         fig.update_yaxes(title="max |logit| (log scale)", type="log")
     else:
         fig.update_yaxes(title="max |logit|", rangemode="tozero")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- titles
+
+
+def titled(fig: go.Figure, main: str | None, look_for: str) -> go.Figure:
+    """The chapters' figure title: ``main`` in bold, then the figure's own title lines (every frame's readout of an
+    animated figure), then ``look for: ...`` in small type. A static figure's own title is replaced by ``main``, or
+    kept (in bold) when ``main`` is None. Returns ``fig``, changed in place."""
+    if not look_for or (main is None and fig.frames) or (main is not None and not main):
+        raise TinyTFInputError("titled: expected a 'look for' line, and a title for an animated figure")
+    under = f"<br><span style='font-size:12px'>look for: {look_for}</span>"
+    if fig.frames:
+        for frame in fig.frames:
+            frame.layout.title.text = f"<b>{main}</b><br>{frame.layout.title.text}{under}"
+        fig.layout.title.text = f"<b>{main}</b><br>{fig.layout.title.text}{under}"
+    else:
+        fig.layout.title.text = f"<b>{fig.layout.title.text if main is None else main}</b>{under}"
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 60
+    extra = 40 if fig.frames else 20  # room for the added lines; the plot keeps its size
+    fig.update_layout(margin_t=top + extra, height=(fig.layout.height or 450) + extra)
     return fig
