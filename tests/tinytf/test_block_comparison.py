@@ -602,7 +602,8 @@ def test_interval_table_of_the_confirmation_is_unchanged():
     cells = bc.cells_of(confirm)
     pairs = [(a, b) for _, a, b in bc.CONFIRM_PAIRS]
     assert [label for label, _, _ in bc.CONFIRM_PAIRS] == ["(1) norm", "(1b) norm", "(2) blocks", "(3) GQA",
-                                                           "(4) swaps", "(4) emb. scale", "(4) rest"]
+                                                           "(4) swaps + emb.", "(4a) emb. scale",
+                                                           "(4b) rest"]
     assert all(bc.paired_stats(confirm, a, b, cells).seeds == tuple(range(3, 13)) for a, b in pairs)
     assert bc.interval_table(confirm, pairs, cells) == "\n".join([
         "a vs b                                               a - b, mean ± SE       95% interval   b lower",

@@ -859,15 +859,16 @@ QUESTIONS = (("(1) the norm's position", "2017", "2017 + pre-norm"),
 #: chapter 9's confirmation (section 9.3.2, seeds 3-12): its seven pairs (short label, a, b), compared as a - b with a
 #: the older choice (positive: the newer choice is lower), in the chapter's order: question (1), the norm's position,
 #: in both blocks ((1b): the Llama-3-style block with its norms after the add against itself), questions (2) to (4),
-#: then (4) split into the embedding scale (the 2017 block scales them, the Llama-3-style block does not) and the other
-#: swaps. The first five pairs need only the decoder-only study's five variants.
+#: then (4), the other swaps + the embedding scale, split post hoc into (4a) the embedding scale (the 2017 block scales
+#: them, the Llama-3-style block does not) and (4b) the other swaps. The first five pairs need only the decoder-only
+#: study's five variants.
 CONFIRM_PAIRS = (("(1) norm", "2017", "2017 + pre-norm"),
                  ("(1b) norm", "Llama-3-style + post-norm", "Llama-3-style"),
                  ("(2) blocks", "2017", "Llama-3-style"),
                  ("(3) GQA", "Llama-3-style + MHA", "Llama-3-style"),
-                 ("(4) swaps", "2017 + pre-norm", "Llama-3-style"),
-                 ("(4) emb. scale", "Llama-3-style + scaled emb.", "Llama-3-style"),
-                 ("(4) rest", "2017 + pre-norm", "Llama-3-style + scaled emb."))
+                 ("(4) swaps + emb.", "2017 + pre-norm", "Llama-3-style"),
+                 ("(4a) emb. scale", "Llama-3-style + scaled emb.", "Llama-3-style"),
+                 ("(4b) rest", "2017 + pre-norm", "Llama-3-style + scaled emb."))
 
 
 def sign_table(results: dict, groupings=None, questions=QUESTIONS) -> str:
