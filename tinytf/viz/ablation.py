@@ -9,14 +9,13 @@ from plotly.subplots import make_subplots
 
 from ..errors import TinyTFInputError
 from ..lab.ablation import SUBLAYERS, summarise
-from .common import FONT, OKABE_ITO, SEQUENTIAL
+from .common import FONT, OKABE_ITO, SEQUENTIAL, two_line_title
 
 SUBLAYER_NAMES = {"attn": "attention", "ffn": "FFN"}
 MODE_NAMES = {"zero": "zeroed", "mean": "mean-ablated"}
 
 
-def _title(main: str, detail: str) -> str:
-    return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
+_title = two_line_title
 
 
 def _bar(summary, label, name, color, pattern, show):

@@ -11,12 +11,10 @@ import torch.nn.functional as F
 from plotly.subplots import make_subplots
 
 from ..ffn import ACTIVATIONS
-from .common import FONT, OKABE_ITO
+from .common import FONT, OKABE_ITO, two_line_title
 
 
-def _title(main: str, detail: str) -> str:
-    """A bold one-line title and a smaller line under it (fits the book's column)."""
-    return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
+_title = two_line_title
 
 
 def activation_functions() -> dict:

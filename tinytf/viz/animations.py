@@ -15,15 +15,14 @@ import numpy as np
 import torch
 
 from ..errors import TinyTFInputError
-from .common import (animation_controls, DIVERGING, FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, get_traced, make_figure, need,
+from .common import (animation_controls, two_line_title, DIVERGING, FONT, OKABE_ITO, SEQUENTIAL, arr, axis_labels, get_traced, make_figure, need,
                      sym_range)
 from ..lab.parameters import exact_layer_params
 from ..lab.review import review
 from .positions import rope_pair_paths
 
 
-def _title(main: str, detail: str) -> str:
-    return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
+_title = two_line_title
 
 
 # --------------------------------------------------------------------------- chapter 1: RoPE

@@ -34,6 +34,11 @@ OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
 FONT = dict(family="Arial, Helvetica, sans-serif", size=13)
 
 
+def two_line_title(main: str, detail: str) -> str:
+    """The book's figure title: a bold line, then a smaller line under it (fits the book's column)."""
+    return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
+
+
 @dataclass
 class Traced:
     """What a view needs: the trace, one label per position (target and source) and the config if known."""

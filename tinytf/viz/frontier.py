@@ -24,7 +24,7 @@ from ..lab.cache_memory import format_bytes, kv_cache_bytes
 from ..lab.frontier import gradient_reach
 from ..models import TinyTransformer
 from ..tokens import encode, token_labels
-from .common import FONT, OKABE_ITO, animation_controls, arr
+from .common import FONT, OKABE_ITO, animation_controls, arr, two_line_title
 
 __all__ = ["window_masks", "sliding_window_figure", "cache_context_figure", "expert_load",
            "router_figure", "logit_growth_figure", "titled"]
@@ -306,7 +306,7 @@ def titled(fig: go.Figure, main: str | None, look_for: str) -> go.Figure:
             frame.layout.title.text = f"<b>{main}</b><br>{frame.layout.title.text}{under}"
         fig.layout.title.text = f"<b>{main}</b><br>{fig.layout.title.text}{under}"
     else:
-        fig.layout.title.text = f"<b>{fig.layout.title.text if main is None else main}</b>{under}"
+        fig.layout.title.text = two_line_title(fig.layout.title.text if main is None else main, f"look for: {look_for}")
     top = fig.layout.margin.t if fig.layout.margin.t is not None else 60
     extra = 40 if fig.frames else 20  # room for the added lines; the plot keeps its size
     fig.update_layout(margin_t=top + extra, height=(fig.layout.height or 450) + extra)

@@ -10,12 +10,10 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from .common import FONT, OKABE_ITO
+from .common import FONT, OKABE_ITO, two_line_title
 
 
-def _title(main: str, detail: str) -> str:
-    """A bold one-line title and a smaller line under it (fits the book's column)."""
-    return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
+_title = two_line_title
 
 
 def norm_scatter_figure(inputs: dict, norms: dict) -> go.Figure:

@@ -10,14 +10,12 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..positions import RoPE, sinusoidal_table
-from .common import DIVERGING, FONT, OKABE_ITO, SEQUENTIAL
+from .common import DIVERGING, FONT, OKABE_ITO, SEQUENTIAL, two_line_title
 
 _LAYOUT = dict(template="plotly_white", font=FONT)
 
 
-def _title(main: str, detail: str) -> str:
-    """A bold one-line title and a smaller line under it (fits the book's column)."""
-    return f"<b>{main}</b><br><span style='font-size:12px'>{detail}</span>"
+_title = two_line_title
 
 
 def sinusoidal_figure(n_positions: int = 64, d_model: int = 128, dims=(0, 8, 24, 48)) -> go.Figure:
