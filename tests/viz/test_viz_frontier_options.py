@@ -46,3 +46,22 @@ def test_cache_figure_keeps_the_dotted_style_for_lines_past_a_context():
     past = [t for t in fig.data if t.showlegend is False]
     assert len(own) == 8 and all(t.line.dash != "dot" for t in own)
     assert len(past) == 1 and past[0].line.dash == "dot"
+
+
+def test_logit_figure_draws_each_qk_norm_run_against_its_own_bound():
+    """The recorded QK-norm runs carry the bound their gains allow at every recorded step: the figure draws it per
+    run, dashed, in the run's colour and with its seed's marker (open); every logit lies under its own bound."""
+    from tinytf.lab import frontier as frontier_lab
+
+    runs = frontier_lab.load_logit_growth()["runs"]
+    fig = fv.logit_growth_figure(runs, log_y=True)
+    curves = {(t.name, t.marker.symbol): t for t in fig.data if t.line.dash is None}
+    bounds = [t for t in fig.data if t.line.dash == "dash"]
+    assert len(curves) == 6 and len(bounds) == len(runs["QK-norm"]) == 3  # the plain runs have no bound
+    assert [t.showlegend for t in bounds] == [True, False, False]
+    for seed, (rec, line) in enumerate(zip(runs["QK-norm"], bounds)):
+        curve = curves[("QK-norm", line.marker.symbol.removesuffix("-open"))]
+        assert list(line.y) == rec["bound"] and list(line.x) == rec["steps"] == list(curve.x)
+        assert line.line.color == curve.line.color and f"seed {seed}" in line.hovertemplate
+        assert all(m <= b for m, b in zip(curve.y, line.y))
+    assert fig.layout.legend.yanchor == "bottom"  # on the log axis the legend sits where no curve falls

@@ -8,7 +8,8 @@ nothing is trained here.
     cache_context_figure(configs, lengths)      KV-cache bytes against context length (log-log)
     expert_load(model, ids)                     tokens per expert, per MoE layer (from router_topk)
     router_figure(model, ids, layer=0)          animated over the tokens: router scores, the k experts chosen
-    logit_growth_figure(runs)                   the recorded curves (lab.frontier.logit_growth), per variant, seed
+    logit_growth_figure(runs)                   the recorded curves (lab.frontier.logit_growth), per variant, seed;
+                                                each QK-norm run's own bound
     titled(fig, main, look_for)                 a bold title above a figure's own title and a "look for:" line under it
 """
 from __future__ import annotations
@@ -261,19 +262,32 @@ def router_figure(model, ids, layer: int = 0, frame_ms: int = 1500):
 
 
 def logit_growth_figure(runs: dict, log_y: bool = False, bound: float | None = None, bound_label: str = "√D"):
-    """runs: {variant: [record per seed]} (records from ``logit_growth``): the largest absolute attention logit per step.
-    ``log_y`` draws the logits on a logarithmic axis; ``bound`` (e.g. √D, per-head QK-norm's bound with unit gains)
-    adds a dashed horizontal line at that value, labelled ``bound_label``."""
+    """runs: {variant: [record per seed]} (records from ``logit_growth``): the largest absolute attention logit per step,
+    one colour per variant, one marker per seed (circle, square, diamond). A record whose ``"bound"`` holds numbers
+    (a QK-norm run: the bound its gains allow at each recorded step, √D · max|g_q| · max|g_k|) also gets that bound as
+    a dashed line in its colour, with open markers of its seed's shape: each run against its own bound. ``log_y``
+    draws the logits on a logarithmic axis; ``bound`` (e.g. √D, per-head QK-norm's bound with unit gains) adds a grey
+    dashed horizontal line at that value, labelled ``bound_label``."""
     if bound is not None and not (isinstance(bound, (int, float)) and bound > 0):
         raise TinyTFInputError(f"logit_growth_figure: bound must be a positive number, got {bound!r}")
     fig = go.Figure()
+    symbols = ["circle", "square", "diamond"]
     for j, (variant, recs) in enumerate(runs.items()):
+        colour = OKABE_ITO[[5, 0][j % 2]]
         for s, rec in enumerate(recs):
             fig.add_trace(go.Scatter(x=rec["steps"], y=rec["max_logit"], mode="lines+markers",
                                      name=variant, legendgroup=variant, showlegend=s == 0,
-                                     line=dict(color=OKABE_ITO[[5, 0][j % 2]], dash=["solid", "dash", "dot"][s % 3]),
-                                     marker=dict(size=5),
+                                     line=dict(color=colour), marker=dict(size=6, symbol=symbols[s % 3]),
                                      hovertemplate=f"{variant}, seed {s}<br>step %{{x}}: max |logit| %{{y:.1f}}"
+                                                   "<extra></extra>"))
+        own = [(s, rec) for s, rec in enumerate(recs) if any(b is not None for b in rec.get("bound") or [])]
+        for n, (s, rec) in enumerate(own):  # each run's own bound, from its gains at every recorded step
+            fig.add_trace(go.Scatter(x=rec["steps"], y=rec["bound"], mode="lines+markers",
+                                     name=f"{variant}: each run's own bound √D · max|g_q| · max|g_k|",
+                                     legendgroup=f"{variant} bound", showlegend=n == 0,
+                                     line=dict(color=colour, dash="dash", width=1.5),
+                                     marker=dict(size=6, symbol=f"{symbols[s % 3]}-open"),
+                                     hovertemplate=f"{variant}, seed {s}<br>step %{{x}}: bound %{{y:.1f}}"
                                                    "<extra></extra>"))
     if bound is not None:  # a trace, not a shape: a trace's y is a data value on a log axis too
         steps = [s for recs in runs.values() for rec in recs for s in rec["steps"]]
@@ -282,8 +296,10 @@ def logit_growth_figure(runs: dict, log_y: bool = False, bound: float | None = N
                                  hovertemplate=f"{bound_label} = {bound:g}<extra></extra>"))
     fig.update_layout(template="plotly_white", font=FONT, height=400, margin=dict(l=70, r=20, t=60, b=60),
                       title=dict(text="largest |attention logit| (q·k scaled) on a fixed batch during training",
-                                 font=dict(size=14)), legend=dict(x=0.01, y=0.99))
+                                 font=dict(size=14)))
     fig.update_xaxes(title="training step")
+    # the legend where the curves are not: bottom right on a log axis (no curve falls there), else top left
+    fig.update_layout(legend=dict(x=0.99, xanchor="right", y=0.01, yanchor="bottom") if log_y else dict(x=0.01, y=0.99))
     if log_y:
         fig.update_yaxes(title="max |logit| (log scale)", type="log")
     else:
