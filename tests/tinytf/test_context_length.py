@@ -233,3 +233,31 @@ def test_recorded_clamp_equals_the_shipped_model_within_the_clamp():
     assert C.CONDITIONS["clamp 128"] == ("clamp", 128) and set(C.CONDITIONS) <= set(r["bpb_by_position"])
     clamp, shipped = r["bpb_by_position"]["clamp 128"], r["bpb_by_position"]["1"]
     assert len(clamp) == 512 and clamp[:128] == shipped[:128]  # within the clamp nothing changes
+
+
+def test_clustered_mean_se_by_module():
+    """clustered_mean_se: one window per group gives the usual standard error up to the g / (g - 1) factor;
+    windows that move together within a group give a larger one than the windows taken as independent."""
+    v = [1.0, 2.0, 4.0, 7.0]
+    mean, se = C.clustered_mean_se(v, ["a", "b", "c", "d"])
+    t = torch.tensor(v, dtype=torch.float64)
+    assert mean == pytest.approx(3.5)
+    assert se == pytest.approx(math.sqrt(4 / 3 * float(((t - t.mean()) ** 2).sum())) / 4)
+    _, se_grouped = C.clustered_mean_se([1.0, 1.0, 5.0, 5.0], ["a", "a", "b", "b"])
+    naive = torch.tensor([1.0, 1.0, 5.0, 5.0]).std().item() / 2
+    assert se_grouped > naive
+    with pytest.raises(TinyTFInputError):
+        C.clustered_mean_se([1.0, 2.0], ["a", "a"])
+
+
+def test_recorded_window_modules():
+    """The recorded module of every window: one held-out file per window, windows in the order of the split, so a
+    module's windows are neighbours."""
+    r = C.load_results()
+    mods = r["window_modules"]
+    assert len(mods) == r["n_windows"] and 10 < len(set(mods)) < r["n_windows"]
+    seen = []
+    for m in mods:
+        if not seen or seen[-1] != m:
+            assert m not in seen  # each module's windows are consecutive
+            seen.append(m)

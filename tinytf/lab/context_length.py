@@ -20,6 +20,7 @@ every RoPE pair, in the slow pairs 6-15 only, in the fast pairs 0-5 only), and w
     results["bpb_by_position"]["linear 4"]  # the same with every RoPE frequency divided by 4
     results["bpb_by_position"]["window 128"]  # the same weights, each query seeing only its last 128 keys
     results["bands_by_window"]["clamp 128"]["384-512"]  # one mean per window (recorded for "1" and the clamps)
+    results["window_modules"]  # per window, the held-out file its middle byte comes from (for clustered_mean_se)
 
 (keys "1", "linear 2", "linear 4", "yarn 4", "window 128", "window 32", "window 8", "clamp 128", and the clamp of
 RoPE pairs 6-15 only and of pairs 0-5 only: "clamp 128, pairs 6-15", "clamp 128, pairs 0-5").
@@ -29,6 +30,7 @@ with every attention score optionally multiplied by YaRN's temperature (``yarn_l
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import time
@@ -240,6 +242,37 @@ def rope_angle_table(cfg, positions, factor: float = 1.0) -> list:
     return rows
 
 
+def window_modules(corpus, n_windows: int, seq_len: int) -> list:
+    """Per window of ``textdata.eval_windows(corpus.val, n_windows, seq_len)``: the held-out file (its path in
+    ``corpus.files``) that the window's middle byte comes from. Windows cut from one module share its style, so a
+    standard error over windows is taken by module (``clustered_mean_se``)."""
+    n = len(textdata.eval_windows(corpus.val, n_windows, seq_len)[0])
+    stride = (len(corpus.val) - 1) // n  # eval_windows: window i starts at i * stride
+    files, ends, end = [], [], 0
+    for f, t, s in zip(corpus.files, corpus.texts, corpus.split):
+        if s == "val":
+            end += len(t.encode("utf-8"))
+            files.append(f)
+            ends.append(end)
+    return [files[bisect.bisect_right(ends, i * stride + seq_len // 2)] for i in range(n)]
+
+
+def clustered_mean_se(values, groups) -> tuple:
+    """(mean, standard error) of ``values``, one per window, with the windows clustered by ``groups`` (one label
+    per window, e.g. ``window_modules``): the sandwich estimate sqrt(g / (g - 1) * sum over groups of (sum of
+    the group's deviations from the mean)^2) / n, for g groups and n windows."""
+    v = torch.as_tensor(values, dtype=torch.float64)
+    if v.dim() != 1 or len(v) != len(groups) or len(v) < 2:
+        raise TinyTFInputError(f"clustered_mean_se: {tuple(v.shape)} values for {len(groups)} group labels")
+    labels = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    if len(labels) < 2:
+        raise TinyTFInputError("clustered_mean_se: needs at least two groups")
+    idx = torch.tensor([labels[g] for g in groups])
+    sums = torch.zeros(len(labels), dtype=torch.float64).index_add_(0, idx, v - v.mean())
+    g = len(labels)
+    return v.mean().item(), math.sqrt(g / (g - 1) * float((sums ** 2).sum())) / len(v)
+
+
 def load_results(path=None) -> dict:
     path = Path(path) if path is not None else RESULTS_PATH
     try:
@@ -304,6 +337,7 @@ def measure(name: str = "text-4l", n_windows: int = 128, seq_len: int = 512, con
         "corpus_sha256": record["sha256"], "python_version": record["python_version"],
         "windows": f"tinytf.textdata.eval_windows(val, {n_windows}, {seq_len}): evenly spaced, non-overlapping",
         "n_windows": n, "seq_len": seq_len,
+        "window_modules": window_modules(corpus, n_windows, seq_len),
         "measured": "float16-stored weights loaded as float32, one torch thread; position t = the prediction of "
                     "byte t + 1 from bytes 0..t; 'linear f': RopeScaling('linear', f); 'yarn f': RopeScaling('yarn', f, "
                     "original_max_seq_len=128); 'window n': every layer limited to a sliding window of n keys "
@@ -341,7 +375,8 @@ def main(argv=None) -> int:
         seconds = dict(old.get("seconds_by_run", {"all": old["seconds"]}), **{", ".join(args.only): results["seconds"]})
         for part in ("bpb_by_position", "bands", "bands_by_window"):
             old.setdefault(part, {}).update(results[part])
-        old.update(measured=results["measured"], torch_version=results["torch_version"], seconds_by_run=seconds)
+        old.update(measured=results["measured"], torch_version=results["torch_version"], seconds_by_run=seconds,
+                   window_modules=results["window_modules"])
         results = old
     args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(json.dumps({k: results["bands"][k] for k in conditions}, indent=1))
