@@ -8,8 +8,7 @@ nothing is trained here.
     cache_context_figure(configs, lengths)      KV-cache bytes against context length (log-log)
     expert_load(model, ids)                     tokens per expert, per MoE layer (from router_topk)
     router_figure(model, ids, layer=0)          animated over the tokens: router scores, the k experts chosen
-    logit_growth_figure(runs)                   the recorded curves (lab.frontier.logit_growth), per variant, seed;
-                                                each QK-norm run's own bound
+    logit_growth_figure(runs)                   recorded curves (lab.frontier.logit_growth), each QK-norm run's bound
     titled(fig, main, look_for)                 a bold title above a figure's own title and a "look for:" line under it
 """
 from __future__ import annotations
