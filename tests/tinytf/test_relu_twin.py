@@ -59,7 +59,7 @@ def synthetic_results():
 
 def test_check_rejects_inconsistent_files():
     R.check(synthetic_results())
-    table = R.format_table(synthetic_results()).splitlines()
+    table = R.format_units(synthetic_results()).splitlines()
     assert "ReLU, untrained" in table[0] and len(table) == 2 + 4 + 1  # two header lines, 4 blocks, units line
     assert R.format_bpb(synthetic_results()).splitlines()[1].startswith("ReLU twin (ReLU MLP, d_ff 768)  ")
     for change, match in ((lambda d: d["models"]["relu-twin"]["blocks"][0].update(dead=10 ** 6), "dead <= rare"),
@@ -96,4 +96,4 @@ def test_stored_results_are_consistent():
     assert models["text-4l"]["val_bpb"] == pytest.approx(tinytf.lab.pretrained.info("text-4l")["metrics"]["val_bpb"],
                                                          abs=1e-4)
     assert models["relu-twin@step0"]["val_bpb"] > 7.5 > 3 > models["relu-twin"]["val_bpb"]  # untrained: ~8 bits
-    assert "ReLU twin" in R.format_bpb(data) and "dead" in R.format_table(data)
+    assert "ReLU twin" in R.format_bpb(data) and "dead" in R.format_units(data)

@@ -3,7 +3,7 @@
     from tinytf.lab import relu_twin
     r = relu_twin.load_results()              # measured once by scripts/relu_twin.py, shipped with tinytf
     print(relu_twin.format_bpb(r))            # held-out bits per byte of both trained models
-    print(relu_twin.format_table(r))          # per block: dead units, units active on < 1% of positions, median share
+    print(relu_twin.format_units(r))          # per block: dead units, units active on < 1% of positions, median share
 
 The twin (``python -m tinytf train --task text --preset small-relu``) differs from text-4l only in its FFN: a
 bias-free ReLU MLP with d_ff = 768, whose 2 * 192 * 768 weights equal SwiGLU's 3 * 192 * 512; same corpus, steps,
@@ -143,7 +143,7 @@ def format_bpb(data: dict) -> str:
                                       ("relu-twin", "ReLU twin (ReLU MLP, d_ff 768)")))
 
 
-def format_table(data: dict) -> str:
+def format_units(data: dict) -> str:
     """Per block and model: dead units (never active), units active on < 1% of positions, median active share."""
     cols = (("relu-twin@step0", "ReLU, untrained"), ("relu-twin", "ReLU, trained"),
             ("text-4l", "SwiGLU (gate > 0)"))
