@@ -44,7 +44,7 @@ import os
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -495,6 +495,12 @@ TEXT_PRESETS = {
         steps=1800, lr=3e-3, batch_size=32, seq_len=128,
         tolerance={"val_bpb": 0.02, "train_bpb": 0.02}),
 }
+# text-4l's twin with a ReLU MLP of the same parameter count in place of SwiGLU (2 * 192 * 768 = 3 * 192 * 512),
+# everything else identical (scripts/relu_twin.py; not shipped: its measurements are in checkpoints/relu-twin.json)
+TEXT_PRESETS["small-relu"] = replace(
+    TEXT_PRESETS["small"], checkpoint="text-4l-relu",
+    description=TEXT_PRESETS["small"].description.replace("SwiGLU", "ReLU MLP d_ff 768, no biases"),
+    config=replace(TEXT_PRESETS["small"].config, ffn="relu", d_ff=768), snapshot_fractions=(0.0,))
 
 
 CONTEXT_NOTE = ("config.max_seq_len is the training window, {n} bytes: RoPE has no parameters, so the weights do not "
@@ -636,7 +642,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tinytf train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=sorted(T.TASKS) + ["text"], required=True)
     parser.add_argument("--preset", choices=sorted({p for _, p in PRESETS} | set(TEXT_PRESETS)),
-                        help="tiny (induction, reversal; the default) or small (text; the default)")
+                        help="tiny (induction, reversal; the default), small (text; the default) or small-relu "
+                             "(text: text-4l with a ReLU MLP of the same size)")
     parser.add_argument("--steps", type=int, help="override the preset's number of steps")
     parser.add_argument("--seed", type=int, help="override the preset's seed")
     parser.add_argument("--out", type=Path, help="directory to write <checkpoint>.safetensors + .json into")
