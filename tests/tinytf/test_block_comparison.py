@@ -473,6 +473,18 @@ def test_shipped_2017_extension_at_a_lower_rate_matches_the_study():
     assert not any(x["diverged"] for x in e["runs"]["2017"])
 
 
+def test_shipped_2017_longer_warmup_matches_the_study():
+    """compare_blocks_2017_w200.json (chapter 9's notes): the 2017 block at W = 200, beyond the study's two
+    warm-ups, at its best rate 0.004, seeds 0-2, with the study's settings otherwise."""
+    r = bc.load_results()
+    e = bc.load_results(bc.RESULTS_PATH.with_name("compare_blocks_2017_w200.json"))
+    assert e["task"] == r["task"] and list(e["runs"]) == ["2017"] and bc.configs_of(e)["2017"] == bc.configs_of(r)["2017"]
+    assert e["settings"]["warmups"] == [200] and e["settings"]["lrs"] == [0.004]
+    assert all(e["settings"][k] == v for k, v in r["settings"].items() if k not in ("lrs", "warmups"))
+    assert sorted((x["warmup"], x["lr"], x["seed"]) for x in e["runs"]["2017"]) == [(200, 0.004, s) for s in r["settings"]["seeds"]]
+    assert not any(x["diverged"] for x in e["runs"]["2017"])
+
+
 def test_extend_gives_each_variant_its_own_rates():
     """extend: more rates for one variant; its cells, best rate and edge use its own rates, the others' stay."""
     r = fake_results()  # B: best at 0.1, the last rate
