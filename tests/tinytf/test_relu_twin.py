@@ -96,4 +96,4 @@ def test_stored_results_are_consistent():
     assert models["text-4l"]["val_bpb"] == pytest.approx(tinytf.lab.pretrained.info("text-4l")["metrics"]["val_bpb"],
                                                          abs=1e-4)
     assert models["relu-twin@step0"]["val_bpb"] > 7.5 > 3 > models["relu-twin"]["val_bpb"]  # untrained: ~8 bits
-    assert "ReLU twin" in R.format_bpb(data) and "dead" in R.format_units(data)
+    assert "ReLU twin" in R.format_bpb(data) and "silent" in R.format_units(data)

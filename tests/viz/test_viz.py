@@ -155,6 +155,8 @@ def test_stepper_frames_controls_and_consistent_traces():
         assert len(f.data) == len(base), f.name
     for i, f in enumerate(fig.frames):
         assert f.layout.title.text.startswith(f"<b>{i + 1}/{len(names)} · ")
+    # the first frame says where RoPE is taught (the default model adds no position vector)
+    assert "with RoPE (chapter 1) the positions enter later" in fig.frames[0].layout.title.text
     # plotly.animate merges annotations item by item: all frames must have the same number
     assert len({len(f.layout.annotations) for f in fig.frames}) == 1
 

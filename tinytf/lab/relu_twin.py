@@ -3,7 +3,7 @@
     from tinytf.lab import relu_twin
     r = relu_twin.load_results()              # measured once by scripts/relu_twin.py, shipped with tinytf
     print(relu_twin.format_bpb(r))            # held-out bits per byte of both trained models
-    print(relu_twin.format_units(r))          # per block: dead units, units active on < 1% of positions, median share
+    print(relu_twin.format_units(r))          # per block: silent units, units active on < 1% of positions, median share
 
 The twin (``python -m tinytf train --task text --preset small-relu``) differs from text-4l only in its FFN: a
 bias-free ReLU MLP with d_ff = 768, whose 2 * 192 * 768 weights equal SwiGLU's 3 * 192 * 512; same corpus, steps,
@@ -15,8 +15,9 @@ unit of every block, the share of positions where it is *active*:
 - SwiGLU: its gate ``ffn.gate`` > 0 (so SiLU(gate) > 0). A SwiGLU unit with a negative gate still passes a
   shrunk, sign-flipped value, so this is a looser analogue; its hidden value is exactly 0 at no position.
 
-Per block: units never active on these positions ("dead" here: silent on 32,768 positions of held-out text, not a
-proof that no input could revive them), units active on fewer than 1% of positions, and the median active share.
+Per block: units *silent* on these positions (hidden value exactly 0 at all 32,768 positions of held-out text:
+candidates for dead units, not a proof that no input could revive them; the key ``"dead"`` counts the units never
+active, the same number for a ReLU MLP), units active on fewer than 1% of positions, and the median active share.
 """
 from __future__ import annotations
 
@@ -144,17 +145,18 @@ def format_bpb(data: dict) -> str:
 
 
 def format_units(data: dict) -> str:
-    """Per block and model: dead units (never active), units active on < 1% of positions, median active share."""
+    """Per block and model: silent units (hidden value exactly 0 at every position; for a ReLU MLP the units never
+    active), units active on < 1% of positions, median active share."""
     cols = (("relu-twin@step0", "ReLU, untrained"), ("relu-twin", "ReLU, trained"),
             ("text-4l", "SwiGLU (gate > 0)"))
     head = f"{'block':>5}" + "".join(f"  {label:>26}" for _, label in cols)
-    sub = f"{'':>5}" + "".join(f"  {'dead':>6} {'<1%':>5} {'median':>13}" for _ in cols)
+    sub = f"{'':>5}" + "".join(f"  {'silent':>6} {'<1%':>5} {'median':>13}" for _ in cols)
     lines = [head, sub]
     for b in range(len(data["models"]["text-4l"]["blocks"])):
         row = f"{b:>5}"
         for key, _ in cols:
             blk = data["models"][key]["blocks"][b]
-            row += f"  {blk['dead']:>6} {blk['rare']:>5} {blk['median_share']:>13.0%}"
+            row += f"  {blk['silent']:>6} {blk['rare']:>5} {blk['median_share']:>13.0%}"
         lines.append(row)
     units = ", ".join(f"{label}: {data['models'][k]['d_ff']}" for k, label in cols)
     lines.append(f"(units per block: {units})")

@@ -74,7 +74,8 @@ def _input_stage(trace, p: str, layer: int, rope: bool, include_embedding, x_in:
             row += [Panel("position vector", "pos.table", op="+"), Panel("embedding + position", "embed", op="=")]
             how = "Block input H (block 0: each token's embedding plus its position's vector, seen as rows)"
         else:
-            how = ("Block input H (block 0: the token embeddings); with RoPE the positions enter later, by rotating Q and K"
+            how = ("Block input H (block 0: the token embeddings); with RoPE (chapter 1) the positions enter later,"
+                   " by rotating Q and K"
                    if rope else "Block input H (block 0: the token embeddings; this model adds no position vector)")
         stages.append(Stage("embed", label, how, ["tok_embed"], ["embed"], [row]))
     else:
