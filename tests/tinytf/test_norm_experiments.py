@@ -244,3 +244,21 @@ def test_ffn_expansion_names_the_shared_hidden_scale_and_can_shorten_the_bar_axi
     assert plain.layout.coloraxis2.colorbar.title.text == "hidden"
     assert [ax["range"] for name, ax in plain.layout.to_plotly_json().items()
             if name.startswith("xaxis") and ax.get("range")] == [[0, 1.25]]
+
+
+def test_seed_case_reproduces_depth_profile_for_that_seed():
+    kw = dict(n_layers=6, init_std=1 / 8, d_model=32, batch=2, seq_len=8)
+    before = torch.get_rng_state()
+    stack, ids, stream = ne.seed_case("none", seed=1, **kw)
+    assert torch.equal(torch.get_rng_state(), before), "the caller's random state is left alone"
+    assert list(ids.shape) == [2, 8] and list(stream.shape) == [2, 8, 32]
+    assert torch.equal(stack.blocks[0].ffn.gate.weight, ne.build_stack("none", 6, seed=1, init_std=1 / 8,
+                                                                       d_model=32).blocks[0].ffn.gate.weight)
+    prof = ne.depth_profile("none", seeds=(1,), **kw)
+    assert prof.input_rms[0] == pytest.approx(float(stream.pow(2).mean(-1).sqrt().mean()), rel=1e-6)
+    with torch.no_grad():
+        _, trace = tinytf.run_with_trace(stack, ids, patches={"embed": lambda _: stream})
+    assert torch.equal(trace["embed"], stream)
+    for b in range(6):  # the same stream RMS after every block as depth_profile recorded
+        rms = float(trace[f"blocks.{b}.resid_post"].double().pow(2).mean(-1).sqrt().mean())
+        assert rms == pytest.approx(prof.activation_rms[0][b], rel=1e-5, nan_ok=True)

@@ -154,6 +154,29 @@ def _median(values) -> float:
                                                                       + finite[len(finite) // 2])
 
 
+def _seed_input(seed: int, vocab_size: int, batch: int, seq_len: int, d_model: int):
+    """The input ``depth_profile`` draws for ``seed``: token ids, next-token targets and the random stream
+    (standard normal features, RMS about 1) that replaces the embeddings' output, drawn in that order after
+    ``torch.manual_seed(10_000 + seed)``."""
+    torch.manual_seed(10_000 + seed)
+    ids = torch.randint(0, vocab_size, (batch, seq_len))  # [B, T]
+    targets = torch.randint(0, vocab_size, (batch, seq_len))  # [B, T]
+    stream = torch.randn(batch, seq_len, d_model)  # [B, T, C]
+    return ids, targets, stream
+
+
+def seed_case(norm: str, n_layers: int = 48, seed: int = 0, init_std: float | None = None, d_model: int = 64,
+              batch: int = 4, seq_len: int = 16, ffn: str = "swiglu"):
+    """One seed of ``depth_profile``, to run by hand: ``(stack, ids, stream)``, the stack it builds for ``seed``
+    and the input it feeds it. ``ids`` [B, T] are any token ids (only their shape matters, since their
+    embeddings are replaced); ``stream`` [B, T, C] is the random stream entering block 0. Run it with
+    ``run_with_trace(stack, ids, patches={"embed": lambda _: stream})``. Leaves the caller's random state alone."""
+    with torch.random.fork_rng():
+        stack = build_stack(norm, n_layers, seed, init_std, d_model, ffn=ffn)
+        ids, _, stream = _seed_input(seed, stack.config.vocab_size, batch, seq_len, d_model)
+    return stack, ids, stream
+
+
 def depth_profile(norm: str, n_layers: int = 48, seeds=(0, 1, 2), init_std: float | None = None,
                   d_model: int = 64, batch: int = 4, seq_len: int = 16, ffn: str = "swiglu") -> DepthProfile:
     """Measure a freshly built ``build_stack(norm, n_layers, seed, init_std, d_model, ffn=ffn)`` once per seed: random
@@ -168,10 +191,7 @@ def depth_profile(norm: str, n_layers: int = 48, seeds=(0, 1, 2), init_std: floa
     with torch.random.fork_rng(), one_thread():
         for seed in seeds:
             model = build_stack(norm, n_layers, seed, init_std, d_model, ffn=ffn)
-            torch.manual_seed(10_000 + seed)
-            ids = torch.randint(0, model.config.vocab_size, (batch, seq_len))
-            targets = torch.randint(0, model.config.vocab_size, (batch, seq_len))
-            stream = torch.randn(batch, seq_len, d_model)
+            ids, targets, stream = _seed_input(seed, model.config.vocab_size, batch, seq_len, d_model)
             m = measure_layers(model, ids, targets, stream)
             profile.activation_rms.append(m.activation_rms)
             profile.grad_norm.append(m.grad_norm)
