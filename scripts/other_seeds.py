@@ -61,16 +61,21 @@ def main():
     result = {"settings": {
         "commands": {name: pretrained.info(name)["command"] + " --seed S" for name in RECIPES},
         "text": "tinytf.textdata.eval_windows(stdlib_corpus().val, 256, 128); ablations: every block's attention or "
-                "FFN output zeroed, or replaced by its mean over every position of the same windows",
+                "FFN output zeroed, or replaced by its mean over every position of the same windows; window_bits: "
+                "each window's bits per byte",
         "reversal": "metrics: the training run's own, on fresh strings; anti-diagonal: "
                     "head_stats.anti_diagonal_summary(model, 'reversal-2l', n_samples=180)",
+        "window_modules": other_seeds.window_modules(corpus),  # per window: its held-out module, for clustered SEs
         "corpus_sha256": corpus.sha256, "torch_version": torch.__version__,
         "python_version": platform.python_version(), "threads": 1},
         "text-4l": {}, "reversal-2l": {}}
     for seed in [0] + args.text_seeds:
         model = tinytf.pretrained("text-4l") if seed == 0 else pretrained.load_checkpoint(checkpoint(work, "text-4l", seed))
-        result["text-4l"][str(seed)] = {k: round(v, 5) for k, v in other_seeds.measure_text(model.eval(), corpus).items()}
-        print("text-4l seed", seed, result["text-4l"][str(seed)], flush=True)
+        row = other_seeds.measure_text(model.eval(), corpus)
+        windows = {k: [round(v, 5) for v in bits] for k, bits in row.pop("window_bits").items()}
+        result["text-4l"][str(seed)] = {**{k: round(v, 5) for k, v in row.items()}, "window_bits": windows}
+        print("text-4l seed", seed, {k: v for k, v in result["text-4l"][str(seed)].items() if k != "window_bits"},
+              flush=True)
     for seed in [0] + args.reversal_seeds:
         if seed == 0:
             model, info = tinytf.pretrained("reversal-2l"), pretrained.info("reversal-2l")

@@ -34,8 +34,38 @@ def test_every_run_is_recorded_with_its_seed():
     for rows in (RUNS["text-4l"], RUNS["reversal-2l"]):
         assert "0" in rows and all(int(s) >= 0 for s in rows)
     for row in RUNS["text-4l"].values():
-        assert set(row) == {"val_bpb", *other_seeds.ABLATIONS}
+        assert {"val_bpb", *other_seeds.ABLATIONS} <= set(row) <= {"val_bpb", *other_seeds.ABLATIONS, "window_bits"}
         assert all(row[label] > row["val_bpb"] for label in other_seeds.ABLATIONS)  # every ablation costs bits
+
+
+def test_window_bits_give_the_means_and_the_margins():
+    modules = RUNS["settings"]["window_modules"]
+    assert len(modules) == other_seeds.WINDOWS[0] and 2 < len(set(modules)) < len(modules)
+    recorded = ablation.load_results()["bits"]  # chapter 12's per-window bits of seed 0
+    assert "window_bits" in RUNS["text-4l"]["0"]
+    for seed, row in RUNS["text-4l"].items():
+        if "window_bits" not in row:  # recorded before per-window bits were kept: the margin has no SE
+            assert other_seeds.margin(RUNS, seed, "mean") == (row["ffn mean"] - row["attn mean"], None)
+            continue
+        bits = row["window_bits"]
+        assert set(bits) == {"intact", *other_seeds.ABLATIONS} and all(len(v) == len(modules) for v in bits.values())
+        for label in other_seeds.ABLATIONS:
+            assert sum(bits[label]) / len(modules) == pytest.approx(row[label], abs=1e-4)
+            if seed == "0":
+                assert bits[label] == pytest.approx(recorded[label], abs=1e-4)
+        for how in ("zero", "mean"):
+            mean, se = other_seeds.margin(RUNS, seed, how)
+            assert mean == pytest.approx(row[f"ffn {how}"] - row[f"attn {how}"], abs=1e-4) and 0 < se < abs(mean) + 1
+
+
+def test_margin_is_paired_and_clustered():
+    fake = {"settings": {"window_modules": ["a", "a", "b", "b"]},
+            "text-4l": {"0": {"window_bits": {"ffn mean": [3.0, 3.0, 2.0, 2.0], "attn mean": [2.0, 2.0, 2.0, 2.0]}}}}
+    mean, se = other_seeds.margin(fake, "0", "mean")  # per window 1, 1, 0, 0: module sums of deviations +1, -1
+    assert mean == pytest.approx(0.5) and se == pytest.approx((2 / 1 * 2) ** 0.5 / 4)
+    with pytest.raises(TinyTFInputError, match="zero"):
+        other_seeds.margin(fake, "0", "half")
+    assert other_seeds.margin({"text-4l": {"1": {"ffn zero": 3.0, "attn zero": 2.5}}}, "1", "zero") == (0.5, None)
 
 
 def test_tables_have_one_row_per_seed():

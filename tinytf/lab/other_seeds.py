@@ -4,6 +4,7 @@
     runs = other_seeds.load_results()            # measured once by scripts/other_seeds.py, shipped with tinytf
     print(other_seeds.format_text_table(runs))         # text-4l: held-out bits per byte and the four ablations
     print(other_seeds.format_reversal_table(runs))     # reversal-2l: accuracy and the anti-diagonal, per seed
+    other_seeds.margin(runs, "1", "mean")              # text-4l seed 1: FFN removed minus attention removed, (mean, SE)
 
 Every shipped checkpoint is one training run, seed 0. A number measured on it (text-4l's 2.03 bits per byte,
 chapter 12's ablations, reversal-2l's anti-diagonal block) says how *that* run turned out; whether the recipe
@@ -13,7 +14,9 @@ directory) and measures every run, the shipped one included, with the same funct
 
 - text-4l: ``textdata.bits_per_byte`` on the 256 held-out windows of 128 bytes, and ``ablation.window_bits``
   with every block's attention or FFN output zeroed or replaced by its mean (``ablation.conditions(...,
-  per_block=False)``), means taken over the same windows;
+  per_block=False)``), means taken over the same windows; each window's bits are kept too, with the held-out
+  module each window comes from (``context_length.window_modules``), so that a difference between two
+  conditions gets a standard error clustered by module (``margin``);
 - reversal-2l: the training run's own metrics on fresh strings (token accuracy, exact match) and
   ``head_stats.anti_diagonal_summary`` on the 180 strings chapter 8 uses (each block's mean weight on the
   anti-diagonal, as a multiple of the uniform share).
@@ -23,11 +26,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import torch
+
 from ..errors import TinyTFInputError
-from . import ablation, head_stats, textdata
+from . import ablation, context_length, head_stats, textdata
 
 RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "other-seeds.json"
 ABLATIONS = ("attn zero", "ffn zero", "attn mean", "ffn mean")
+WINDOWS = (256, 128)  # the held-out windows every text-4l run is measured on: count, bytes
 
 
 def load_results(path=None) -> dict:
@@ -46,14 +52,39 @@ def load_results(path=None) -> dict:
 
 def measure_text(model, corpus) -> dict:
     """Held-out bits per byte of a byte-level model on ``corpus.val`` (256 windows of 128 bytes), intact and under
-    the four all-block ablations of ``ABLATIONS``."""
-    inputs, targets = textdata.eval_windows(corpus.val, 256, 128)
+    the four all-block ablations of ``ABLATIONS``; ``"window_bits"``: {"intact" or label: [256] bits per byte of
+    each window}."""
+    inputs, targets = textdata.eval_windows(corpus.val, *WINDOWS)
     sites = ablation.sites(model, "attn") + ablation.sites(model, "ffn")
     conditions = ablation.conditions(model, ablation.site_means(model, inputs, sites), per_block=False)
     out = {"val_bpb": textdata.bits_per_byte(model, corpus.val)}
+    windows = {"intact": ablation.window_bits(model, inputs, targets).tolist()}
     for label in ABLATIONS:
-        out[label] = float(ablation.window_bits(model, inputs, targets, conditions[label]).double().mean())
+        bits = ablation.window_bits(model, inputs, targets, conditions[label])
+        out[label] = float(bits.double().mean())
+        windows[label] = bits.tolist()
+    out["window_bits"] = windows
     return out
+
+
+def window_modules(corpus) -> list:
+    """Per window of ``measure_text``: the held-out module it comes from (``context_length.window_modules``)."""
+    return context_length.window_modules(corpus, *WINDOWS)
+
+
+def margin(data: dict, seed: str, how: str) -> tuple:
+    """(mean, standard error) over the held-out windows of text-4l run ``seed``: bits per byte with every FFN
+    removed minus with every attention sublayer removed (``how``: "zero" or "mean"; > 0: the FFNs cost more),
+    paired window by window, the standard error clustered by module (``context_length.clustered_mean_se``).
+    A run recorded without per-window bits gives (the difference of its means, None)."""
+    if how not in ("zero", "mean"):
+        raise TinyTFInputError(f"margin: how must be 'zero' or 'mean', got {how!r}")
+    row = data["text-4l"][str(seed)]
+    if "window_bits" not in row:
+        return row[f"ffn {how}"] - row[f"attn {how}"], None
+    bits = row["window_bits"]
+    diff = torch.tensor(bits[f"ffn {how}"], dtype=torch.float64) - torch.tensor(bits[f"attn {how}"], dtype=torch.float64)
+    return context_length.clustered_mean_se(diff, data["settings"]["window_modules"])
 
 
 def measure_reversal(model, metrics: dict, n_samples: int = 180) -> dict:
