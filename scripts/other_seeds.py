@@ -33,17 +33,22 @@ ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {"text-4l": ("text", "small", "text"), "reversal-2l": ("reversal", "tiny", "rev")}
 
 
-def checkpoint(work: Path, name: str, seed: int) -> Path:
-    """The checkpoint of ``name`` trained with ``seed`` under ``work``, training it first if it is not there."""
-    task, preset, short = RECIPES[name]
-    out = work / f"{short}{seed}"
+def train_once(out: Path, name: str, task: str, preset: str, seed: int, extra: tuple = ()) -> Path:
+    """``out/<name>.safetensors``, trained first with ``python -m tinytf train`` if it is not there (also used by
+    scripts/relu_twin.py)."""
     path = out / f"{name}.safetensors"
     if not path.exists():
         cmd = [sys.executable, "-m", "tinytf", "train", "--task", task, "--preset", preset, "--seed", str(seed),
-               "--out", str(out)]
+               "--out", str(out), *extra]
         print("$", " ".join(cmd[1:]), flush=True)
         subprocess.run(cmd, check=True, cwd=ROOT)
     return path
+
+
+def checkpoint(work: Path, name: str, seed: int) -> Path:
+    """The checkpoint of ``name`` trained with ``seed`` under ``work``, training it first if it is not there."""
+    task, preset, short = RECIPES[name]
+    return train_once(work / f"{short}{seed}", name, task, preset, seed)
 
 
 def main():

@@ -20,7 +20,6 @@ import argparse
 import datetime
 import json
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,20 +30,14 @@ import torch
 import tinytf
 from tinytf.lab import pretrained, relu_twin, textdata
 
-ROOT = Path(__file__).resolve().parents[1]
+from other_seeds import train_once  # scripts/ is on sys.path when a script here runs
+
 NAME, SEED = "text-4l-relu", 0
 
 
 def checkpoint(work: Path) -> Path:
     """The twin's final checkpoint under ``work``, training it first if it is not there."""
-    out = work / f"relu{SEED}"
-    path = out / f"{NAME}.safetensors"
-    if not path.exists():
-        cmd = [sys.executable, "-m", "tinytf", "train", "--task", "text", "--preset", "small-relu",
-               "--seed", str(SEED), "--out", str(out), "--no-progress"]
-        print("$", " ".join(cmd[1:]), flush=True)
-        subprocess.run(cmd, check=True, cwd=ROOT)
-    return path
+    return train_once(work / f"relu{SEED}", NAME, "text", "small-relu", SEED, extra=("--no-progress",))
 
 
 def main():
