@@ -565,6 +565,10 @@ def test_interval_table_is_the_paired_t_interval():
     assert row.endswith(f"{sum(x > 0 for x in d)}/{len(d)}")
     with pytest.raises(TinyTFInputError):
         bc.interval_table(study, [("2017", "no such block")], cells)
+    named = bc.interval_table(study, [("(1) norm position", "2017", "2017 + pre-norm")], cells).splitlines()
+    assert named[0].startswith("question") and named[2] == "(1) norm position  " + row  # a name column, else equal
+    with pytest.raises(TinyTFInputError, match=r"\(name, a, b\)"):
+        bc.interval_table(study, [("2017",)], cells)
 
 
 def test_confirmation_runs_use_the_cells_the_study_chose_and_fresh_seeds():

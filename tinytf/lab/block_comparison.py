@@ -795,10 +795,20 @@ def interval_table(results: dict, pairs, choice, key: str = "eval_loss", level: 
     """Plain text, one line per pair (a, b): the mean of value(a) - value(b) over the seeds (positive: b is
     lower), its standard error (sd over seeds / sqrt(n)), the two-sided ``level`` interval mean ± t·SE with
     Student's t of n - 1 degrees of freedom, and in how many seeds b is lower (``paired_stats`` of each pair).
-    Each variant at the cell ``choice`` gives it (a dict {variant: (warm-up, lr)}, as in ``paired_differences``)."""
+    Each variant at the cell ``choice`` gives it (a dict {variant: (warm-up, lr)}, as in ``paired_differences``).
+    A pair may be given as (name, a, b): the table then opens with a column of these names."""
+    pairs = [tuple(p) for p in pairs]
+    if any(len(p) not in (2, 3) for p in pairs):
+        raise TinyTFInputError("interval_table: give each pair as (a, b) or (name, a, b)")
+    named = any(len(p) == 3 for p in pairs)
+    names = {p[-2:]: p[0] if len(p) == 3 else "" for p in pairs}
+    qw = max(len("question"), *map(len, names.values()))
+    first = {k: f"{name:<{qw}}  " if named else "" for k, name in names.items()}  # the name column, if any
+    pairs = [p[-2:] for p in pairs]
     labels = {(a, b): pair_label(a, b) for a, b in pairs}
     nw = max(len(label) for label in labels.values())
-    head = f"{'a vs b':<{nw}}  {'a - b, mean ± SE':>17}  {f'{level:.0%} interval':>17}  {'b lower':>8}"
+    head = (f"{'question':<{qw}}  " * named
+            + f"{'a vs b':<{nw}}  {'a - b, mean ± SE':>17}  {f'{level:.0%} interval':>17}  {'b lower':>8}")
     lines = [head, "-" * len(head)]
     for a, b in pairs:
         missing = [n for n in (a, b) if n not in results["runs"] or n not in choice]
@@ -810,7 +820,8 @@ def interval_table(results: dict, pairs, choice, key: str = "eval_loss", level: 
         except TinyTFInputError as e:
             raise TinyTFInputError(str(e).replace("paired_stats", "interval_table", 1)) from None
         lo, hi = _signed(st.lo, digits), _signed(st.hi, digits)
-        lines.append(f"{labels[a, b]:<{nw}}  {_signed(st.mean, digits) + ' ± ' + f'{st.se:.{digits}f}':>17}  "
+        lines.append(first[a, b]
+                     + f"{labels[a, b]:<{nw}}  {_signed(st.mean, digits) + ' ± ' + f'{st.se:.{digits}f}':>17}  "
                      f"{lo + ' to ' + hi:>17}  {f'{st.b_lower}/{st.n}':>8}")
     n = len(results["settings"]["seeds"])
     lines.append(f"seeds {results['settings']['seeds'][0]}..{results['settings']['seeds'][-1]} ({n}); t with "
