@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import tinytf
 from tinytf.errors import TinyTFInputError
-from tinytf.lab.copy_loop import HALFWAY, copy_eval, leaves_plateau, recorded_runs, train_copy
+from tinytf.lab.copy_loop import HALFWAY, copy_eval, grad_pileup, leaves_plateau, recorded_runs, train_copy
 
 
 def test_train_copy_is_the_chapter_loop():
@@ -46,7 +46,20 @@ def test_copy_eval_and_leaves_plateau():
     assert HALFWAY == pytest.approx(0.75 * math.log(26))
 
 
+def test_grad_pileup_is_exercise_6_at_that_step():
+    """grad_pileup(step) scores batch `step` of the no-zero_grad loop at that loop's weights: its loss is the
+    loop's loss at `step`; the sum holds the earlier gradients too, so it is larger than the fresh one here."""
+    torch.set_num_threads(1)
+    _, piled = train_copy(seed=0, steps=4, zero_grad=False)
+    out = grad_pileup(step=3, seed=0)
+    assert out["loss"] == pytest.approx(piled[3], abs=1e-5)
+    assert out["ratio"] == pytest.approx(out["summed"] / out["fresh"]) and -1 <= out["cosine"] <= 1
+    assert out["ratio"] > 1  # three earlier gradients are in the sum
+
+
 def test_bad_input():
+    with pytest.raises(TinyTFInputError):
+        grad_pileup(step=0)
     with pytest.raises(TinyTFInputError):
         train_copy(steps=0)
     with pytest.raises(TinyTFInputError):

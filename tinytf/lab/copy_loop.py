@@ -4,6 +4,7 @@
     model, losses = train_copy(seed=0, zero_grad=False)  # exercise 6: .grad is never cleared
     model, losses = train_copy(seed=0, min_length=4, max_length=12)  # exercise 7: each batch has its own length
     copy_eval(model, lengths=(4, 8, 12))                 # loss of each half on fresh sequences
+    grad_pileup(step=80)                                 # exercise 6 at step 80: the summed .grad vs a fresh one
 
 The loop is the chapter's five lines (batch, forward, loss over every position, backward, AdamW step); with
 ``seed=0`` it reproduces the chapter's run number for number, because the chapter builds its model right after
@@ -24,7 +25,7 @@ from ..models import TinyTransformer
 from ..seeding import seed_everything
 from . import tasks
 
-__all__ = ["train_copy", "copy_eval", "leaves_plateau", "recorded_runs", "HALFWAY"]
+__all__ = ["train_copy", "copy_eval", "grad_pileup", "leaves_plateau", "recorded_runs", "HALFWAY"]
 
 # Halfway between the plateau (uniform over 26 letters, ln 26) and the task's floor ((ln 26) / 2), in nats.
 HALFWAY = (math.log(26) + math.log(26) / 2) / 2
@@ -65,6 +66,31 @@ def train_copy(seed: int = 0, steps: int = 120, batch_size: int = 32, length: in
             progress()
     model.eval()
     return model, losses
+
+
+def grad_pileup(step: int = 80, seed: int = 0, batch_size: int = 32, length: int = 8) -> dict:
+    """Exercise 6's loop (no ``zero_grad``) at training step ``step``: what ``.grad`` holds there against the
+    gradient of that step's batch alone, at the same weights.
+
+    Runs ``train_copy(seed, steps=step, zero_grad=False)``, then draws batch ``step`` from the same generator and
+    takes its gradient. ``summed``: the norm of ``.grad`` after step ``step``'s ``backward()`` (the sum of the
+    gradients of steps 0 to ``step``, what AdamW then reads); ``fresh``: the norm of step ``step``'s gradient alone;
+    ``ratio``: summed / fresh; ``cosine``: the cosine between the two; ``loss``: the loss of batch ``step``."""
+    if step < 1:
+        raise TinyTFInputError(f"grad_pileup: step must be >= 1, got {step}")
+    model, _ = train_copy(seed=seed, steps=step, batch_size=batch_size, length=length, zero_grad=False)
+    model.train()
+    data = torch.Generator().manual_seed(seed)
+    for _ in range(step):  # the batches of steps 0 to step - 1, already trained on
+        tasks.induction_batch(batch_size, length, data)
+    inputs, targets, _ = tasks.induction_batch(batch_size, length, data)  # batch `step`
+    params = [p for p in model.parameters() if p.grad is not None]
+    loss = F.cross_entropy(model(inputs).reshape(-1, model.config.vocab_size), targets.reshape(-1))
+    fresh = torch.cat([g.flatten() for g in torch.autograd.grad(loss, params)])
+    summed = torch.cat([p.grad.flatten() for p in params]) + fresh  # what .grad holds after this backward()
+    return {"summed": summed.norm().item(), "fresh": fresh.norm().item(),
+            "ratio": (summed.norm() / fresh.norm()).item(),
+            "cosine": F.cosine_similarity(summed, fresh, dim=0).item(), "loss": loss.item()}
 
 
 @torch.no_grad()
