@@ -86,3 +86,15 @@ def test_depth_rms_figure_draws_the_median_and_stops_at_the_overflow():
         assert np.allclose(trace.y, finite)
     assert len(fig.data[0].y) < 8 and len(fig.data[1].y) == 8  # no norm: overflows within 8 blocks
     assert fig.layout.yaxis.type == "log"
+
+
+def test_depth_rms_figure_coinciding_curves_take_turns_with_their_markers():
+    from tinytf.lab import norm_experiments as ne
+    from tinytf.viz.norms import depth_rms_figure
+
+    profiles = [ne.depth_profile(norm, n_layers=8, seeds=(0,), init_std=1 / 8) for norm in ("none", "layer", "rms")]
+    fig = depth_rms_figure(profiles)
+    none, ln, rms = (list(t.marker.size) for t in fig.data)
+    assert all(s > 0 for s in none)  # no other curve on top of it: every marker shown
+    assert all((a > 0) != (b > 0) for a, b in zip(ln, rms))  # LayerNorm and RMSNorm coincide: one marker each block
+    assert "no norm, init std 1/8: block" in fig.layout.title.text

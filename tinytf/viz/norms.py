@@ -69,33 +69,56 @@ def norm_scatter_figure(inputs: dict, norms: dict) -> go.Figure:
 NORM_NAMES = {"none": "no norm", "layer": "LayerNorm", "rms": "RMSNorm"}
 
 
-def depth_rms_figure(profiles, title: str = "", height: int = 460) -> go.Figure:
+def depth_rms_figure(profiles, title: str = "", height: int = 460, same: float = 1.1) -> go.Figure:
     """Stream RMS after each block (the median over seeds of ``DepthProfile.activation_rms``) against the
     block number, on a log y axis, one line per profile (``tinytf.lab.norm_experiments.depth_profile``):
     colour and marker from the profile's norm, solid for the largest ``init_std`` and dashed for the
     others. A block whose median is not finite (an overflow) is left out, so a line ends at the last
-    finite block."""
+    finite block.
+
+    Curves that lie on top of each other (the same finite blocks, and every value within a factor ``same``
+    of the other curve's) would hide all but one: such a group of k curves takes turns, each curve showing
+    its markers at every k-th block only (the first curve at blocks 0, k, 2k ..., the second at 1, k + 1 ...);
+    the data and the hover text are unchanged. The subtitle says where the curves without a norm end."""
     profiles = list(profiles)
     widest = max(p.init_std for p in profiles)
     norms = list(dict.fromkeys(p.norm for p in profiles))
+    values = [[v if v == v and abs(v) != float("inf") else None for v in p.median("activation_rms")]
+              for p in profiles]
+    lasts = [max(i for i, v in enumerate(vs) if v is not None) for vs in values]
+
+    def close(i, j):  # two curves drawn on top of each other
+        return lasts[i] == lasts[j] and all(
+            max(a, b) <= same * min(a, b) for a, b in zip(values[i][:lasts[i] + 1], values[j][:lasts[j] + 1]))
+
+    groups = []  # indices of curves that coincide, in the order given
+    for i in range(len(profiles)):
+        group = next((g for g in groups if close(g[0], i)), None)
+        if group is None:
+            groups.append([i])
+        else:
+            group.append(i)
     fig = go.Figure()
-    for p in profiles:
+    for i, p in enumerate(profiles):
         n = norms.index(p.norm)
-        values = [v if v == v and abs(v) != float("inf") else None for v in p.median("activation_rms")]
-        last = max(i for i, v in enumerate(values) if v is not None)
+        group = next(g for g in groups if i in g)
+        turn, k = group.index(i), len(group)
         std = "1/8" if abs(p.init_std - 0.125) < 1e-12 else f"{p.init_std:g}"
         name = f"{NORM_NAMES.get(p.norm, p.norm)}, init std {std}"
         fig.add_trace(go.Scatter(
-            x=list(range(last + 1)), y=values[:last + 1], mode="lines+markers", name=name,
+            x=list(range(lasts[i] + 1)), y=values[i][:lasts[i] + 1], mode="lines+markers", name=name,
             line=dict(color=OKABE_ITO[n % len(OKABE_ITO)], width=2,
                       dash="solid" if p.init_std == widest else "dash"),
-            marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)], size=5,
+            marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)],
+                        size=[7 if b % k == turn else 0 for b in range(lasts[i] + 1)],
                         symbol=["circle", "diamond", "square", "triangle-up"][n % 4]),
             hovertemplate=f"{name}<br>after block %{{x}}: RMS %{{y:.3g}}<extra></extra>"))
     fig.update_xaxes(title="block (0 = nearest the input)")
     fig.update_yaxes(title="stream RMS after the block (median of seeds)", type="log", exponentformat="power")
+    ends = [f"{fig.data[i].name}: block {lasts[i] + 1} overflows; " for i in range(len(profiles))
+            if lasts[i] + 1 < len(values[i])]  # the curves that stop before the last block
     title = title or _title(f"Stream RMS after each block of a {profiles[0].n_layers}-block stack, with and without norms",
-                            "no norm: last finite value after block 5, block 6 overflows; init std 0.02: the three dashed curves coincide")
+                            "".join(ends) + "curves on top of each other take turns showing their markers")
     fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
                       margin=dict(l=70, r=20, t=110, b=50), legend=dict(font=dict(size=11)))
     return fig
