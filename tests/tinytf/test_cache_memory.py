@@ -33,9 +33,14 @@ def test_llama3_8b():
 
 
 def test_table_and_units():
-    table = cache_memory_table({"tiny": cache_memory(tinytf.TinyConfig(n_kv_heads=1), 512)})
-    row = table.splitlines()[2]
-    assert row.split()[:7] == ["tiny", "2", "4", "1", "32", "4", "512"] and row.endswith("4x")
+    table = cache_memory_table({"tiny": cache_memory(tinytf.TinyConfig(n_kv_heads=1), 512),
+                                "tiny, batch 16": cache_memory(tinytf.TinyConfig(), 512, batch=16)})
+    lines = table.splitlines()
+    assert lines[2].split() == ["tiny", "2", "4", "1", "32", "4", "1", "512"]
+    assert lines[3].split()[-7:] == ["2", "4", "4", "32", "4", "16", "512"] and lines[4] == ""
+    assert lines[7].split()[0] == "tiny" and lines[7].endswith("4x") and lines[8].endswith("1x")
+    assert max(len(line) for line in lines) <= 88
+    assert all(len(line) <= 88 for line in cache_memory(tinytf.LLAMA3_8B, 8192, 16).formula().splitlines())
     assert format_bytes(512) == "512 bytes" and format_bytes(1536) == "1.50 KiB" and format_bytes(2**30) == "1.00 GiB"
 
 

@@ -129,9 +129,10 @@ class CacheMemory:
         return 2 * self.n_layers * self.n_kv_heads * self.d_head * self.bytes_per_value
 
     def formula(self) -> str:
+        """Two lines (each under 88 characters): the factors, then ``= bytes (binary units)``."""
         return (f"2 x {self.n_layers} layers x {self.batch} batch x {self.seq_len} positions x {self.n_kv_heads} "
-                f"K/V heads x {self.d_head} d_head x {self.bytes_per_value} bytes = {self.nbytes:,} bytes "
-                f"({format_bytes(self.nbytes)})")
+                f"K/V heads x {self.d_head} d_head x {self.bytes_per_value} bytes\n"
+                f"  = {self.nbytes:,} bytes ({format_bytes(self.nbytes)})")
 
 
 def cache_memory(cfg: TinyConfig, seq_len: int, batch: int = 1, dtype=torch.float32) -> CacheMemory:
@@ -155,16 +156,20 @@ def format_bytes(n: int) -> str:
 
 
 def cache_memory_table(rows: dict) -> str:
-    """Plain text, one row per ``{name: CacheMemory}``: factors, bytes per token, the cache, the same cache
-    without GQA (one K/V head per query head) and the saving."""
-    head = (f"{'model':<24} {'layers':>6} {'heads':>5} {'K/V heads':>9} {'d_head':>6} {'bytes':>5} "
-            f"{'S':>6} {'per token':>10} {'KV cache':>10} {'if MHA':>10} {'GQA saves':>9}")
-    lines = [head, "-" * len(head)]
+    """Plain text, two tables of one row per ``{name: CacheMemory}`` (each line under 88 characters): the factors
+    of the formula; then bytes per token, the cache, the same cache without GQA (one K/V head per query head)
+    and the saving."""
     for name, m in rows.items():
         if not isinstance(m, CacheMemory):
             raise TinyTFInputError(f"{name}: expected a CacheMemory (from cache_memory(cfg, T)), got {type(m).__name__}")
-        lines.append(f"{name:<24} {m.n_layers:>6} {m.n_heads:>5} {m.n_kv_heads:>9} {m.d_head:>6} "
-                     f"{m.bytes_per_value:>5} {m.seq_len:>6} {format_bytes(m.per_token):>10} "
-                     f"{format_bytes(m.nbytes):>10} {format_bytes(m.without_gqa):>10} "
-                     f"{m.without_gqa / m.nbytes:>8.0f}x")
+    w = max([len("model")] + [len(str(name)) for name in rows])
+    head = (f"{'model':<{w}} {'layers':>6} {'heads':>5} {'K/V heads':>9} {'d_head':>6} {'bytes':>5} {'batch':>5} "
+            f"{'S':>6}")
+    lines = [head, "-" * len(head)]
+    lines += [f"{name:<{w}} {m.n_layers:>6} {m.n_heads:>5} {m.n_kv_heads:>9} {m.d_head:>6} {m.bytes_per_value:>5} "
+              f"{m.batch:>5} {m.seq_len:>6}" for name, m in rows.items()]
+    head = f"{'model':<{w}} {'per token':>10} {'KV cache':>10} {'if MHA':>10} {'GQA saves':>9}"
+    lines += ["", head, "-" * len(head)]
+    lines += [f"{name:<{w}} {format_bytes(m.per_token):>10} {format_bytes(m.nbytes):>10} "
+              f"{format_bytes(m.without_gqa):>10} {m.without_gqa / m.nbytes:>8.0f}x" for name, m in rows.items()]
     return "\n".join(lines)
