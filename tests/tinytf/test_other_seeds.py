@@ -81,3 +81,15 @@ def test_missing_or_foreign_file_is_a_clear_error(tmp_path):
     (tmp_path / "other.json").write_text(json.dumps({"bits": {}}))
     with pytest.raises(TinyTFInputError, match="other-seeds"):
         other_seeds.load_results(tmp_path / "other.json")
+
+
+def test_shipped_seed1_text_model_is_the_recorded_run():
+    torch.set_num_threads(1)
+    lm1 = other_seeds.load_text_model(1)
+    assert lm1.checkpoint_info["seed"] == 1
+    assert lm1.config == tinytf.pretrained("text-4l").config
+    bpb = tinytf.textdata.bits_per_byte(lm1, tinytf.textdata.stdlib_corpus().val)
+    assert bpb == pytest.approx(RUNS["text-4l"]["1"]["val_bpb"], abs=1e-4)
+    assert "text-4l-seed1" not in pretrained.names()  # a second run, not a listed model
+    with pytest.raises(TinyTFInputError, match="not shipped"):
+        other_seeds.load_text_model(7)

@@ -5,12 +5,14 @@
     print(other_seeds.format_text_table(runs))         # text-4l: held-out bits per byte and the four ablations
     print(other_seeds.format_reversal_table(runs))     # reversal-2l: accuracy and the anti-diagonal, per seed
     other_seeds.margin(runs, "1", "mean")              # text-4l seed 1: FFN removed minus attention removed, (mean, SE)
+    lm1 = other_seeds.load_text_model(1)               # text-4l's recipe trained from seed 1 (its weights are shipped)
 
 Every shipped checkpoint is one training run, seed 0. A number measured on it (text-4l's 2.03 bits per byte,
 chapter 12's ablations, reversal-2l's anti-diagonal block) says how *that* run turned out; whether the recipe
 gives it again is a question about other seeds. ``scripts/other_seeds.py`` retrains each recipe with the same
-command and another ``--seed`` (the weights of those runs are not shipped; the script writes them to a scratch
-directory) and measures every run, the shipped one included, with the same functions the chapters use:
+command and another ``--seed`` (the script writes the weights to a scratch directory; of those runs only text-4l's
+seed-1 final weights are shipped, in ``checkpoints/other-seeds/``, loaded by ``load_text_model(1)``) and measures
+every run, the shipped one included, with the same functions the chapters use:
 
 - text-4l: ``textdata.bits_per_byte`` on the 256 held-out windows of 128 bytes, and ``ablation.window_bits``
   with every block's attention or FFN output zeroed or replaced by its mean (``ablation.conditions(...,
@@ -29,9 +31,10 @@ from pathlib import Path
 import torch
 
 from ..errors import TinyTFInputError
-from . import ablation, context_length, head_stats, textdata
+from . import ablation, context_length, head_stats, pretrained, textdata
 
 RESULTS_PATH = Path(__file__).resolve().parents[1] / "checkpoints" / "other-seeds.json"
+MODELS_DIR = Path(__file__).resolve().parents[1] / "checkpoints" / "other-seeds"  # shipped other-seed weights
 ABLATIONS = ("attn zero", "ffn zero", "attn mean", "ffn mean")
 WINDOWS = (256, 128)  # the held-out windows every text-4l run is measured on: count, bytes
 
@@ -48,6 +51,19 @@ def load_results(path=None) -> dict:
         if key not in data:
             raise TinyTFInputError(f"{path}: no {key!r} entry; is it an other-seeds file?")
     return data
+
+
+def load_text_model(seed: int):
+    """text-4l's recipe trained from ``seed`` (``checkpoints/other-seeds/text-4l-seed<seed>``; seed 0 is
+    ``tinytf.pretrained("text-4l")``), in eval mode. Kept out of ``tinytf.pretrained``'s listing: it is a
+    second run of a listed model, not a model of its own."""
+    if seed == 0:
+        return pretrained.load("text-4l")
+    base = MODELS_DIR / f"text-4l-seed{seed}"
+    if not base.with_suffix(".json").exists():
+        shipped = sorted(int(p.stem.rsplit("seed", 1)[1]) for p in MODELS_DIR.glob("text-4l-seed*.json"))
+        raise TinyTFInputError(f"text-4l seed {seed}: weights not shipped (shipped seeds: {[0] + shipped})")
+    return pretrained.load_checkpoint(base)
 
 
 def measure_text(model, corpus) -> dict:
