@@ -862,10 +862,10 @@ def pair_label(a: str, b: str) -> str:
 
 # chapter 9's four questions, each a pair (a, b) compared seed by seed as a - b, a the older choice and b the newer
 # one, so that a positive difference always means that the newer choice has the lower loss
-QUESTIONS = (("(1) the norm's position", "2017", "2017 + pre-norm"),
-             ("(2) the blocks as wholes", "2017", "Llama-3-style"),
-             ("(3) grouped-query attention", "Llama-3-style + MHA", "Llama-3-style"),
-             ("(4) five swaps + unscaled embeddings", "2017 + pre-norm", "Llama-3-style"))
+QUESTIONS = (("(1) norm position", "2017", "2017 + pre-norm"),
+             ("(2) whole blocks", "2017", "Llama-3-style"),
+             ("(3) GQA", "Llama-3-style + MHA", "Llama-3-style"),
+             ("(4) other five swaps, unscaled embeddings", "2017 + pre-norm", "Llama-3-style"))
 
 #: chapter 9's confirmation (section 9.3.2, seeds 3-12): its seven pairs (short label, a, b), compared as a - b with a
 #: the older choice (positive: the newer choice is lower), in the chapter's order: question (1), the norm's position,
@@ -873,13 +873,26 @@ QUESTIONS = (("(1) the norm's position", "2017", "2017 + pre-norm"),
 #: then (4), the other swaps + the embedding scale, split post hoc into (4a) the embedding scale (the 2017 block scales
 #: them, the Llama-3-style block does not) and (4b) the other swaps. The first five pairs need only the decoder-only
 #: study's five variants.
-CONFIRM_PAIRS = (("(1) norm", "2017", "2017 + pre-norm"),
-                 ("(1b) norm", "Llama-3-style + post-norm", "Llama-3-style"),
-                 ("(2) blocks", "2017", "Llama-3-style"),
+CONFIRM_PAIRS = (("(1) norm position", "2017", "2017 + pre-norm"),
+                 ("(1b) norm position, Llama-3-style block", "Llama-3-style + post-norm", "Llama-3-style"),
+                 ("(2) whole blocks", "2017", "Llama-3-style"),
                  ("(3) GQA", "Llama-3-style + MHA", "Llama-3-style"),
-                 ("(4) swaps + emb.", "2017 + pre-norm", "Llama-3-style"),
-                 ("(4a) emb. scale", "Llama-3-style + scaled emb.", "Llama-3-style"),
-                 ("(4b) rest", "2017 + pre-norm", "Llama-3-style + scaled emb."))
+                 ("(4) other five swaps, unscaled embeddings", "2017 + pre-norm", "Llama-3-style"),
+                 ("(4a) unscaled embeddings alone", "Llama-3-style + scaled emb.", "Llama-3-style"),
+                 ("(4b) other five swaps alone", "2017 + pre-norm", "Llama-3-style + scaled emb."))
+
+#: chapter 9's planned retest (section 9.3.2): question (2) with the embedding scale matched, 2017 vs Llama-3-style +
+#: scaled emb., each at the cell chosen on seeds 0-2, on seeds 13-22 (compare_blocks_planned.json); one comparison,
+#: fixed before its runs, so its 95% interval needs no correction for multiplicity
+PLANNED_PAIR = ("(2') whole blocks, embedding scale matched", "2017", "Llama-3-style + scaled emb.")
+
+
+def load_planned(directory=None) -> dict:
+    """Chapter 9's planned retest (``PLANNED_PAIR``): the 2017 block and Llama-3-style + scaled emb., each trained
+    only at the cell the study chose for it, on seeds 13-22, in one results file (``compare_blocks_planned.json``,
+    two ``scripts/compare_blocks.py`` invocations joined by ``combine``; its ``command`` gives both)."""
+    directory = Path(directory) if directory is not None else RESULTS_PATH.parent
+    return load_results(directory / "compare_blocks_planned.json")
 
 
 def sign_table(results: dict, groupings=None, questions=QUESTIONS) -> str:
