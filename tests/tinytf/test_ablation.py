@@ -60,6 +60,23 @@ def test_mean_ablation_writes_the_mean_at_every_position(model, windows):
     assert torch.allclose(trace["blocks.1.resid_mid"], trace["blocks.1.resid_pre"] + out)
 
 
+def test_centred_ablation_removes_only_the_constant_part(model, windows):
+    inputs, _ = windows
+    site = "blocks.0.ffn.out"
+    means = A.site_means(model, inputs, [site])
+    _, intact = model.run_with_trace(inputs[:1])
+    _, trace = model.run_with_trace(inputs[:1], patches=A.CentredAblation(means).patches())
+    out = trace[site][0]
+    # block 0's FFN reads the same input as in the intact run: only its output moves, by the mean
+    assert torch.allclose(out + means[site], intact[site][0], atol=1e-5)
+    assert not torch.allclose(out, intact[site][0], atol=1e-3)
+    # over the windows the means came from, the centred output averages to zero
+    _, full = model.run_with_trace(inputs, patches=A.CentredAblation(means).patches())
+    assert full[site].mean((0, 1)).abs().max() < 1e-4
+    with pytest.raises(TinyTFInputError, match="CentredAblation"):
+        A.CentredAblation({site: torch.zeros(7)}).run(model, inputs[0][:3])
+
+
 def test_intact_window_bits_match_bits_per_byte():
     torch.set_num_threads(1)
     model = tinytf.pretrained("text-4l")

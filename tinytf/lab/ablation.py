@@ -6,6 +6,7 @@
     zero = ablation.ZeroAblation(sites)                   # each output replaced by zeros
     means = ablation.site_means(model, inputs, sites)     # {site: [C]} its mean over every position of inputs
     mean = ablation.MeanAblation(means)                   # each output replaced by that mean vector
+    centred = ablation.CentredAblation(means)             # each output minus that mean vector
     logits = mean.run(model, ids)                         # one forward pass with the replacement
     bits = ablation.window_bits(model, inputs, targets, mean)   # [n] bits per byte of each window
     kl = ablation.window_kl(model, inputs, mean)          # [n] mean KL(intact || ablated) per window, in bits
@@ -133,6 +134,23 @@ class MeanAblation(Ablation):
             return mean.to(x.dtype).expand_as(x)
 
         return to_mean
+
+
+class CentredAblation(MeanAblation):
+    """Each site's output minus a fixed vector [C] (its mean, from ``site_means``): only the constant part the
+    sublayer adds at every position is removed, the input-dependent part stays. Zero-ablation removes both,
+    mean-ablation only the input-dependent part."""
+
+    def replacement(self, site: str):
+        mean = self.means[site]
+
+        def centre(x):
+            if x.shape[-1] != mean.shape[0]:
+                raise TinyTFInputError(f"CentredAblation: the mean of {site} has {mean.shape[0]} features, the "
+                                       f"model's output has {x.shape[-1]}")
+            return x - mean.to(x.dtype)
+
+        return centre
 
 
 class ResampleAblation(Ablation):
