@@ -1,8 +1,9 @@
 """Other seeds: retrain text-4l and reversal-2l from other seeds and measure every run, the shipped one included.
 
 Each shipped checkpoint is seed 0 of its recipe. This script trains the same recipe with other seeds (the
-command recorded in each sidecar, plus ``--seed``), into a scratch directory (of these weights only text-4l's seed 1 is shipped: DIR/text1/text-4l.* copied
-to tinytf/checkpoints/other-seeds/text-4l-seed1.*, which chapters 4 and 6 load), and measures each run with ``tinytf.lab.other_seeds``: text-4l's held-out bits per byte, intact and with every
+command recorded in each sidecar, plus ``--seed``), into a scratch directory. Of these weights only text-4l's
+seed 1 is shipped (DIR/text1/text-4l.* copied to tinytf/checkpoints/other-seeds/text-4l-seed1.*, which chapters 4
+and 6 load). It measures each run with ``tinytf.lab.other_seeds``: text-4l's held-out bits per byte, intact and with every
 block's attention or FFN zeroed or mean-ablated; reversal-2l's accuracy on fresh strings and each decoder block's
 anti-diagonal cross-attention. Writes tinytf/checkpoints/other-seeds.json, which the lab notes of chapters 7, 8
 and 12 load.

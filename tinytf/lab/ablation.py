@@ -113,27 +113,32 @@ class MeanAblation(Ablation):
     the sublayer still adds its average contribution, but nothing that depends on the input."""
 
     def __init__(self, means: dict):
+        name = type(self).__name__
         if not isinstance(means, dict) or not means:
-            raise TinyTFInputError("MeanAblation: expected {site: mean vector [C]}, e.g. from ablation.site_means")
+            raise TinyTFInputError(f"{name}: expected {{site: mean vector [C]}}, e.g. from ablation.site_means")
         super().__init__(list(means))
         self.means = {}
         for s, m in means.items():
             m = torch.as_tensor(m)
             if m.dim() != 1 or not m.is_floating_point():
-                raise TinyTFInputError(f"MeanAblation: the mean of {s} must be a float vector [C], got "
+                raise TinyTFInputError(f"{name}: the mean of {s} must be a float vector [C], got "
                                        f"{list(m.shape)} of {m.dtype}")
             self.means[s] = m.detach().clone()
+
+    def apply(self, x, mean):
+        """The site's new output from its output ``x`` [..., C] and its mean [C]: the mean at every position."""
+        return mean.expand_as(x)
 
     def replacement(self, site: str):
         mean = self.means[site]
 
-        def to_mean(x):
+        def replace(x):
             if x.shape[-1] != mean.shape[0]:
-                raise TinyTFInputError(f"MeanAblation: the mean of {site} has {mean.shape[0]} features, the model's "
-                                       f"output has {x.shape[-1]}")
-            return mean.to(x.dtype).expand_as(x)
+                raise TinyTFInputError(f"{type(self).__name__}: the mean of {site} has {mean.shape[0]} features, "
+                                       f"the model's output has {x.shape[-1]}")
+            return self.apply(x, mean.to(x.dtype))
 
-        return to_mean
+        return replace
 
 
 class CentredAblation(MeanAblation):
@@ -141,16 +146,8 @@ class CentredAblation(MeanAblation):
     sublayer adds at every position is removed, the input-dependent part stays. Zero-ablation removes both,
     mean-ablation only the input-dependent part."""
 
-    def replacement(self, site: str):
-        mean = self.means[site]
-
-        def centre(x):
-            if x.shape[-1] != mean.shape[0]:
-                raise TinyTFInputError(f"CentredAblation: the mean of {site} has {mean.shape[0]} features, the "
-                                       f"model's output has {x.shape[-1]}")
-            return x - mean.to(x.dtype)
-
-        return centre
+    def apply(self, x, mean):
+        return x - mean
 
 
 class ResampleAblation(Ablation):
