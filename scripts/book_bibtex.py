@@ -3,12 +3,16 @@
 pybtex's `plain` style, sorted by author, year and title with TeX braces ignored: an organisation written as
 one braced name (``{Gemma Team}``, ``{DeepSeek-AI}``) then sorts under G and D instead of after Z (the brace sorts
 after every letter).
+
+A GitHub URL shows its address without the scheme as link text: the HTML theme would otherwise shorten a link
+whose text is its address to ``owner/repo``, and some 30 entries would all read ``huggingface/transformers``.
 """
 from __future__ import annotations
 
 from pybtex.plugin import register_plugin
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.sorting.author_year_title import SortingStyle as AuthorYearTitle
+from pybtex.style.template import field, href, words
 
 
 class SortingStyle(AuthorYearTitle):
@@ -18,6 +22,11 @@ class SortingStyle(AuthorYearTitle):
 
 class Style(PlainStyle):
     default_sorting_style = "tinytf"
+
+    def format_url(self, e):
+        url = e.fields["url"]
+        text = url.split("://", 1)[1] if url.startswith("https://github.com/") else url
+        return words["URL:", href(field("url", raw=True))[text]]
 
 
 def setup(app):
