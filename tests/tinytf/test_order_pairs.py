@@ -55,7 +55,9 @@ from tinytf.lab.order_pairs import (median_range, over_seeds, relative_change, s
 def test_relative_change_and_median_range():
     import torch
     assert relative_change(torch.tensor([3.0, 4.0]), torch.tensor([0.0, 5.0])) == pytest.approx(10 ** 0.5 / 5)
-    assert median_range([3.0, 1.0, 2.0]) == "median 2 [1 to 3]"
+    assert median_range([3.0, 1.0, 2.0]) == "median 2.00 [1.00 to 3.00]"
+    assert median_range([3.2e-05, 2.24e-05, 5.4e-05]) == "median 3.20e-05 [2.24e-05 to 5.40e-05]"
+    assert median_range([100.0]) == "median 100 [100 to 100]"
 
 
 def test_over_seeds_repeats_on_each_seed_and_keeps_the_callers_stream():

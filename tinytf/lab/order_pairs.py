@@ -90,12 +90,17 @@ def unrelated_input_change(layer, x: torch.Tensor, seed: int = 100) -> float:
     return relative_change(out_other, out)
 
 
-def median_range(values, fmt: str = ".3g") -> str:
-    """'median [min to max]' of ``values``, each printed with the format ``fmt`` (3 significant digits)."""
+def median_range(values, fmt: str = "#.3g") -> str:
+    """'median [min to max]' of ``values``, each printed with the format ``fmt`` (3 significant digits, trailing
+    zeros kept, so 3.20e-05 and 2.24e-05 sit side by side; a bare trailing point is dropped)."""
     values = torch.tensor([float(v) for v in values])
     if values.numel() == 0:
         raise TinyTFInputError("median_range: expected at least one value")
-    return f"median {values.quantile(0.5):{fmt}} [{values.min():{fmt}} to {values.max():{fmt}}]"
+
+    def show(v):
+        return f"{v:{fmt}}".rstrip(".")
+
+    return f"median {show(values.quantile(0.5))} [{show(values.min())} to {show(values.max())}]"
 
 
 def over_seeds(measure, seeds=range(1, 11)) -> str:
