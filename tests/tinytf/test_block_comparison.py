@@ -405,6 +405,10 @@ def test_cells_summaries_and_tables():
     assert bc.beats_in_every_seed(r) == [("B", "A")]
     pairs = bc.pair_table(r, [("A", "B")])
     assert "A vs B" in pairs and pairs.count("+0.50 +1.00 +1.50  (3/3)") == 2 and "W = 16" in pairs
+    # one block per grouping, one under the other: each row a pair, no line wider than 80 characters
+    assert [line for line in pairs.splitlines() if not line.startswith("  ")][1:] == [
+        f"W = {w}:" for w in bc.warmups_of(r)] + ["each at its best cell:"]
+    assert max(map(len, pairs.splitlines())) <= 80
     assert [x["lr"] for x in bc.best_runs(r)["A"]] == [0.01] * 3
     assert bc.pair_label("2017", "Llama-3-style + MHA") == "2017 vs (Llama-3-style + MHA)"
     signs = bc.sign_table(r, questions=[("(1) A then B", "A", "B"), ("(2) B then A", "B", "A")]).splitlines()

@@ -832,23 +832,19 @@ def interval_table(results: dict, pairs, choice, key: str = "eval_loss", level: 
 def pair_table(results: dict, pairs, key: str = "eval_loss", digits: int = 2) -> str:
     """Plain text: for each pair (a, b), the per-seed differences value(a) - value(b) of ``key`` (positive: b is
     lower), with both variants at their best rate for each warm-up, and then each at its own best cell
-    (warm-up and rate); after each group, in how many seeds b is lower. Seeds where a run diverged are left
-    out (and counted in the denominator only if both ran)."""
+    (warm-up and rate); after each row, in how many seeds b is lower. One block per grouping, one under the
+    other, so that no line is much wider than the pair names. Seeds where a run diverged are left out (and
+    counted in the denominator only if both ran)."""
     choices = [(f"W = {w}", "best", w) for w in warmups_of(results)] + [("each at its best cell", "best", None)]
     labels = {(a, b): pair_label(a, b) for a, b in pairs}
     nw = max(len(label) for label in labels.values())
-    n_seeds = len(results["settings"]["seeds"])
-    cw = n_seeds * (digits + 4) + 10
-    head = f"{'a vs b':<{nw}}" + "".join(f"  {label:<{cw}}" for label, _, _ in choices)
-    lines = [head.rstrip(), "-" * len(head)]
-    for a, b in pairs:
-        cells = []
-        for _, choice, w in choices:
+    lines = ["a minus b per seed (positive: b lower); in brackets, the seeds where b is lower"]
+    for label, choice, w in choices:
+        lines.append(f"{label}:")
+        for a, b in pairs:
             diffs = paired_differences(results, a, b, key, choice, w)
             text = " ".join(_signed(d, digits) for _, d in diffs)
-            cells.append(f"  {text + f'  ({sum(d > 0 for _, d in diffs)}/{len(diffs)})':<{cw}}")
-        lines.append((f"{labels[a, b]:<{nw}}" + "".join(cells)).rstrip())
-    lines.append("per seed, a minus b (positive: b is lower); in brackets, the seeds in which b is lower")
+            lines.append(f"  {labels[a, b]:<{nw}}  {text}  ({sum(d > 0 for _, d in diffs)}/{len(diffs)})")
     return "\n".join(lines)
 
 
