@@ -1,5 +1,5 @@
 // tinytf book: the lab (served locally, no network). text-4l, the book's model trained on English text,
-// runs in the reader's browser: the next-byte distribution of a prompt under chapter 11's sampler
+// runs in the reader's browser: the next-byte distribution of a prompt under chapter 10's sampler
 // (temperature, top-k, top-p), seeded generation byte by byte through a KV cache, the attention map of
 // any layer and head, the logit lens, the training snapshots.
 //
@@ -94,7 +94,7 @@
     });
   }
 
-  // ------------------------------------------------------------------ the sampler (chapter 11, float64)
+  // ------------------------------------------------------------------ the sampler (chapter 10, float64)
   function mulberry32(seed) {
     var a = seed >>> 0;
     return function () {

@@ -1,6 +1,6 @@
-"""Benchmark: the shape of chapter 11's step timings (sections 11.4 and 11.9), over several runs.
+"""Benchmark: the shape of chapter 10's step timings (sections 10.4 and 10.9), over several runs.
 
-Chapter 11 times a greedy generation replayed step by step, naive and cached (``time_steps``), and prints a
+Chapter 10 times a greedy generation replayed step by step, naive and cached (``time_steps``), and prints a
 reading of that one run. Whether the shape it explains (the naive line climbs, the cached one barely moves,
 the ratio naive / cached grows, and stays far below the ratio of positions run) holds on a machine is a
 question about timings, so it is answered here over several runs, not asserted inside the chapter.

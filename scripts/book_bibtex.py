@@ -24,7 +24,7 @@ class Style(PlainStyle):
     default_sorting_style = "tinytf"
 
     def format_url(self, e):
-        url = e.fields["url"]
+        url = e.fields.get("url", "")  # inside optional[...]: an entry without a URL shows none
         text = url.split("://", 1)[1] if url.startswith("https://github.com/") else url
         return words["URL:", href(field("url", raw=True))[text]]
 

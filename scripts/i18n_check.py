@@ -47,7 +47,7 @@ _TOKENS = re.compile("|".join(f"(?:{p})" for p in
 
 
 _TITLED_ROLE = re.compile(r"^(\{(?:ref|numref|doc|term)\})`[^`<]*<([^`>]+)>`$")
-# an untitled cross-reference ({ref}`label`) may gain a title in translation ({ref}`11.3 节 <label>`)
+# an untitled cross-reference ({ref}`label`) may gain a title in translation ({ref}`10.3 节 <label>`)
 _UNTITLED_ROLE = re.compile(r"^(\{(?:ref|numref|doc|term)\})`([^`<>]+)`$")
 
 
@@ -115,7 +115,7 @@ def _is_math(span: str) -> bool:
 def protected(text: str) -> Counter:
     """The spans of `text` that a translation must keep unchanged, with their counts. For a cross-reference
     only its role and target count: a translation may translate its title ({ref}`the title <label>`) or give an
-    untitled one a title ({ref}`label` -> {ref}`11.3 节 <label>`). In maths the words of \\text{...} (and of a
+    untitled one a title ({ref}`label` -> {ref}`10.3 节 <label>`). In maths the words of \\text{...} (and of a
     \\mathrm{...} of whole words) may be translated (``math_key``); everything else in it must stay."""
     spans = (m.group(0) for m in _TOKENS.finditer(text))
     return Counter(math_key(span) if _is_math(span) else

@@ -1,11 +1,11 @@
-"""A small learning-rate sweep, plain attention against QK-norm, on the induction (copy) task (chapter 10,
-section 10.1).
+"""A small learning-rate sweep, plain attention against QK-norm, on the induction (copy) task (chapter 11,
+section 11.1).
 
-Trains the two tiny models of section 10.1 (d_model 64, 4 heads of 16, 2 layers; they differ only in
+Trains the two tiny models of section 11.1 (d_model 64, 4 heads of 16, 2 layers; they differ only in
 ``qk_norm``) with ``tinytf.lab.frontier.logit_growth`` (AdamW 0.9/0.95, constant learning rate, no warm-up,
 no clipping, no weight decay, batches of 32) for 400 steps, at six learning rates (0.0001 to 0.03) and three seeds, and writes
 every record (the largest |attention logit| on a fixed probe batch and the batch loss, every 10 steps) to
-tinytf/checkpoints/qk_norm_sweep.json, which chapter 10 loads.
+tinytf/checkpoints/qk_norm_sweep.json, which chapter 11 loads.
 
     python scripts/qk_norm_sweep.py          # 6 rates x 3 seeds x 2 variants = 36 runs, about 5 CPU-minutes
     python scripts/qk_norm_sweep.py --keep   # reuse the recorded runs of rates already in the file, run the others

@@ -2,7 +2,7 @@
 
     python -m tinytf train --task induction --preset tiny [--out tinytf/checkpoints]   # tinytf.lab.train
     python -m tinytf train --task text --preset small                                 # the English model
-    python -m tinytf record-qk-norm                 # re-record chapter 10's QK-norm runs (tinytf.lab.frontier)
+    python -m tinytf record-qk-norm                 # re-record chapter 11's QK-norm runs (tinytf.lab.frontier)
 
 ``scripts/train_all.sh`` re-creates every shipped checkpoint with these commands.
 """

@@ -4,7 +4,7 @@ The defaults are the book's TinyTransformer:
 a 2-layer, pre-norm decoder with RMSNorm, SwiGLU and RoPE, d_model 128,
 4 heads, d_ff 512, byte vocabulary of 256 -> 590,464 parameters.
 
-The options of the frontier variants (chapter 10) sit in small groups of their own: ``SlidingWindow``,
+The options of the frontier variants (chapter 11) sit in small groups of their own: ``SlidingWindow``,
 ``MoEOptions``, ``MLAOptions`` and ``RopeScaling``; a config without them is a plain dense decoder.
 """
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _flag(where, value):
 
 @dataclass(frozen=True)
 class RopeScaling:
-    """RoPE frequency scaling of the global layers (chapter 10, "The frontier block": long context).
+    """RoPE frequency scaling of the global layers (chapter 11, "The frontier block": long context).
     ``linear``: every frequency / factor (positions interpolated). ``llama3`` (Llama 3.1+): long wavelengths /
     factor, short ones kept, a smooth ramp between. ``yarn`` (DeepSeek-V3, Qwen): the same idea with the ramp set by
     rotation counts (beta_fast, beta_slow), plus an attention factor on cos/sin (and, with mscale_all_dim, on MLA's
@@ -106,7 +106,7 @@ def _replace(group, **changes):
 
 @dataclass(frozen=True, repr=False)
 class SlidingWindow:
-    """Local attention (chapter 10, "The frontier block": sliding windows; Mistral 7B v0.1, Gemma 2/3): a local
+    """Local attention (chapter 11, "The frontier block": sliding windows; Mistral 7B v0.1, Gemma 2/3): a local
     layer's query sees only the last ``size`` keys (itself included), so its KV cache stops growing at the window.
     ``layer_types`` says which layers are local (None: all of them); Gemma 3 gives the local layers their own RoPE
     base ``rope_theta_local``."""
@@ -135,7 +135,7 @@ class SlidingWindow:
 
 @dataclass(frozen=True, repr=False)
 class MoEOptions:
-    """Mixture of experts (chapter 10, "The frontier block": sparse FFNs; Mixtral, Qwen3-MoE, DeepSeek-V3): the FFN of
+    """Mixture of experts (chapter 11, "The frontier block": sparse FFNs; Mixtral, Qwen3-MoE, DeepSeek-V3): the FFN of
     a layer becomes ``n_experts`` gated FFNs of width ``d_expert`` and a router that sends each token to
     ``experts_per_token`` of them. DeepSeek-V3 adds shared experts, dense first layers and grouped, scaled routing."""
 
@@ -178,7 +178,7 @@ class MoEOptions:
 
 @dataclass(frozen=True, repr=False)
 class MLAOptions:
-    """Multi-head latent attention (chapter 10, "The frontier block": MLA; DeepSeek-V2/V3): keys and values are
+    """Multi-head latent attention (chapter 11, "The frontier block": MLA; DeepSeek-V2/V3): keys and values are
     rebuilt from one cached latent of ``kv_rank`` values per position; a decoupled part of ``rope_dim`` dimensions
     per head carries RoPE (its key part shared by all heads)."""
 
@@ -230,7 +230,7 @@ class TinyConfig:
     - chapter 6 (the decoder block): ``dropout``
     - chapter 7 (the tiny transformer): ``n_layers``, ``tie_embeddings``
     - chapter 8 (encoder-decoder): ``n_encoder_layers``
-    - chapter 10 (the frontier block), each off by default: ``head_dim``, ``qk_norm``, ``qkv_bias``,
+    - chapter 11 (the frontier block), each off by default: ``head_dim``, ``qk_norm``, ``qkv_bias``,
       ``scale_embeddings``, ``attn_scale``, ``logit_softcap``, ``rope_pairing``, and the option groups
       ``rope_scaling`` (:class:`RopeScaling`), ``sliding_window`` (:class:`SlidingWindow`), ``moe``
       (:class:`MoEOptions`) and ``mla`` (:class:`MLAOptions`), each None when the variant is off.
@@ -265,7 +265,7 @@ class TinyConfig:
     tie_embeddings: bool = False  # LM head shares the token-embedding matrix
     # chapter 8: encoder-decoder
     n_encoder_layers: Optional[int] = None  # EncoderDecoder only; None = n_layers
-    # chapter 10: the frontier block; the defaults change nothing above
+    # chapter 11: the frontier block; the defaults change nothing above
     head_dim: Optional[int] = None  # None = d_model / n_heads; Qwen3 and Gemma 3 set their own head size
     qk_norm: str = "none"  # "none" | "head" | "proj": RMSNorm on queries and keys before RoPE
     qkv_bias: bool = False  # bias on the Q/K/V projections only (Qwen2)
@@ -444,7 +444,7 @@ class TinyConfig:
 
 
 _NAMES = [f.name for f in dataclasses.fields(TinyConfig)]
-_FRONTIER_FIELDS = frozenset(_NAMES[_NAMES.index("head_dim"):])  # chapter 10: shown only when set
+_FRONTIER_FIELDS = frozenset(_NAMES[_NAMES.index("head_dim"):])  # chapter 11: shown only when set
 
 
 def _unknown_message(key) -> str:

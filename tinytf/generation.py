@@ -8,7 +8,7 @@ runs through every block; only past K/V are reused.
 Context window: a model sees at most ``config.max_seq_len`` tokens, the length it declares (for a trained
 model, the length it was trained on). Sinusoidal and learned position tables end there, so ``generate``
 refuses a longer run up front. RoPE and 'none' have no table that ends, but a RoPE model has never seen the
-rotation angles of later positions and its predictions degrade there (chapter 11 measures it). So when the
+rotation angles of later positions and its predictions degrade there (chapter 10 measures it). So when the
 context would exceed ``max_seq_len``, ``generate`` keeps only the last ``max_seq_len`` tokens, at positions
 0 .. max_seq_len - 1: the naive version feeds that window, the cached version empties its cache and
 prefills it with the same window. Both compute the same thing, so they still agree token for token; past

@@ -67,7 +67,7 @@ def test_toc_lists_the_chapters_of_the_brief():
     expected = [f"chapters/{n}" for n in (
         "01_tokens_embeddings_positions", "02_causal_self_attention", "03_normalisation",
         "04_feed_forward", "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer",
-        "08_encoder_decoder", "09_2017_to_2026", "10_frontier_block", "11_generation_kv_cache", "12_misconceptions",
+        "08_encoder_decoder", "09_2017_to_2026", "10_generation_kv_cache", "11_frontier_block", "12_misconceptions",
         "glossary", "bibliography", "api")]
     expected = [page for name in expected for page in (name, f"{name}_notes") if re.match(r"chapters/\d+_", name)
                 or page == name]
@@ -366,7 +366,7 @@ HIDDEN_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 ISSUE_11_CHAPTERS = [n for n in NOTEBOOKS if n.split("/")[-1] in (
     "01_tokens_embeddings_positions", "02_causal_self_attention", "03_normalisation", "04_feed_forward",
     "05_residuals_pre_post_norm", "06_decoder_block", "07_tiny_transformer", "08_encoder_decoder",
-    "09_2017_to_2026", "11_generation_kv_cache", "12_misconceptions")]
+    "09_2017_to_2026", "10_generation_kv_cache", "12_misconceptions")]
 IMPLEMENT_CHAPTERS = [n for n in ISSUE_11_CHAPTERS if not n.endswith("12_misconceptions")]
 VOICE_PAGES = ISSUE_11_CHAPTERS + NOTES  # the book's voice holds on the lab-notes pages too
 SOURCE_REFERENCES = re.compile(r"seed 00\d|source (?:page|material)", re.I)

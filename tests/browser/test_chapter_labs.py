@@ -1,5 +1,5 @@
-"""Issue #23: chapters 11 and 12 embed the landing page's lab with the view they teach (in Chromium, the built
-pages): chapter 11 the sampler (prompt, settings, the next-byte table, Generate; no head switches, lens or map),
+"""Issue #23: chapters 10 and 12 embed the landing page's lab with the view they teach (in Chromium, the built
+pages): chapter 10 the sampler (prompt, settings, the next-byte table, Generate; no head switches, lens or map),
 chapter 12 the parts (head switches, the logit lens, the attention map, the snapshots), each with the hints of its
 view. The numbers equal tinytf's in Python (the lens: tinytf.viz.lab.lens_view); no console error, nothing from
 another host."""
@@ -50,7 +50,7 @@ def _lab(page, expr):
 
 
 def test_chapter_11_shows_the_sampler(book_server, browser, model):
-    page, errors, remote = _open(browser, "chapters/11_generation_kv_cache.html")
+    page, errors, remote = _open(browser, "chapters/10_generation_kv_cache.html")
     try:
         assert page.locator(f"{LAB} input[type=checkbox]").count() == 0  # the sampling view only
         assert page.locator(f"{LAB} .tinytf-lab-lens").count() == 0

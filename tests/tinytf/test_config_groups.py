@@ -151,8 +151,8 @@ def test_checkpoint_loader_reads_flat_and_nested_configs_and_rejects_unknown_key
 
 
 def test_every_group_is_documented_with_its_chapter():
-    assert "chapter 10" in TinyConfig.__doc__ and "one-liner" in TinyConfig.__doc__
+    assert "chapter 11" in TinyConfig.__doc__ and "one-liner" in TinyConfig.__doc__
     for cls in GROUPS.values():
-        assert "chapter 10" in cls.__doc__, cls
+        assert "chapter 11" in cls.__doc__, cls
     for name in ("vocab_size", "n_heads", "norm", "d_ff", "norm_position", "n_layers", "n_encoder_layers"):
         assert f"``{name}``" in TinyConfig.__doc__

@@ -1,5 +1,5 @@
 """tinytf.lab.context_length: bits per byte by position, position interpolation, and the recorded measurement
-of text-4l past its 128-byte training window that chapter 11 loads."""
+of text-4l past its 128-byte training window that chapter 10 loads."""
 import math
 
 import pytest
@@ -119,7 +119,7 @@ def results():
 
 
 def test_recorded_measurement_supports_the_chapter(results):
-    """The claims chapter 11 makes from the recorded measurement (held-out text, 512-byte windows)."""
+    """The claims chapter 10 makes from the recorded measurement (held-out text, 512-byte windows)."""
     info = tinytf.pretrained.info("text-4l")
     assert results["trained_seq_len"] == results["declared_max_seq_len"] == info["config"]["max_seq_len"] == 128
     assert results["seq_len"] == 512 and results["n_windows"] >= 64
@@ -212,7 +212,7 @@ def test_clamped_offsets_of_some_pairs_only():
 
 
 def test_recorded_clamp_of_the_slow_pairs_removes_most_of_the_rise():
-    """Chapter 11's test of the slow-pair hypothesis, as recorded: clamping pairs 6-15 only keeps the loss near the
+    """Chapter 10's test of the slow-pair hypothesis, as recorded: clamping pairs 6-15 only keeps the loss near the
     clamp of every pair, clamping pairs 0-5 only leaves most of the rise; paired over the same windows."""
     r = C.load_results()
     b, w = r["bands"], r["bands_by_window"]

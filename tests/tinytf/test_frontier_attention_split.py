@@ -1,4 +1,4 @@
-"""attention_parameter_split: one layer's attention parameters by role (chapter 10, section 10.4)."""
+"""attention_parameter_split: one layer's attention parameters by role (chapter 11, section 11.4)."""
 import pytest
 
 import tinytf

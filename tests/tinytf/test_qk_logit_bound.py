@@ -1,5 +1,5 @@
 """tinytf.lab.frontier.qk_logit_bound: the bound per-head QK-norm's gains put on every attention logit, and the
-recorded QK-norm runs of chapter 10 that carry it."""
+recorded QK-norm runs of chapter 11 that carry it."""
 import torch
 
 import tinytf

@@ -1,4 +1,4 @@
-"""The recorded learning-rate sweep of chapter 10.1 (scripts/qk_norm_sweep.py) and its table."""
+"""The recorded learning-rate sweep of chapter 11.1 (scripts/qk_norm_sweep.py) and its table."""
 from tinytf.lab import frontier
 
 

@@ -322,7 +322,7 @@ def test_declares_the_length_it_was_trained_on(info):
 def test_last_quarter_of_a_full_window_is_not_worse_than_the_first(info, model, same_corpus):
     """Within the declared context the model is right up to its end: bits per byte over the last quarter of a
     full 128-byte window of held-out text is not worse than over the first quarter (where it has little
-    context); past the window it would be far worse (chapter 11)."""
+    context); past the window it would be far worse (chapter 10)."""
     from tinytf.lab.context_length import bits_by_position
 
     n = info["config"]["max_seq_len"]

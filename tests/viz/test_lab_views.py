@@ -138,7 +138,7 @@ def test_page_state_and_limits_agree():
         assert low <= d <= high and (not whole or d == int(d)), name
 
 
-@pytest.mark.parametrize("chapter,view", [("11_generation_kv_cache", "sampling"), ("12_misconceptions", "parts")])
+@pytest.mark.parametrize("chapter,view", [("10_generation_kv_cache", "sampling"), ("12_misconceptions", "parts")])
 def test_chapters_embed_the_lab_with_their_view(chapter, view):
     import json
 

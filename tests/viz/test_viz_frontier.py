@@ -169,7 +169,7 @@ def test_every_animated_figure_has_the_one_set_of_controls():
 
 
 def test_format_update_rms_heads_columns_by_block():
-    """Chapter 10.5: the columns are indexed blocks, printed "block N" as in the figures (blocks count from 0)."""
+    """Chapter 11.5: the columns are indexed blocks, printed "block N" as in the figures (blocks count from 0)."""
     updates = {"pre-norm": {"attention": [0.1] * 8, "FFN": [0.2] * 8}}
     text = frontier_lab.format_update_rms(updates, {"pre-norm": 1.0}, 1.0)
     header = text.splitlines()[0]

@@ -11,7 +11,7 @@ hooks, tracing, generation) is what a Transformer *is*; the laboratory is what t
   sublayer), ``kv_sharing`` (what grouped and multi-query
   attention save), ``norm_experiments`` (deep stacks with and without a norm), ``residual_updates`` (each
   sublayer's update against the stream), ``context_length`` (loss by position past the trained length,
-  position interpolation), ``frontier`` (chapter 10: how far sliding-window layers reach, attention logits
+  position interpolation), ``frontier`` (chapter 11: how far sliding-window layers reach, attention logits
   growing with and without QK-norm; ``python -m tinytf record-qk-norm``), ``prefill_decode`` (FLOPs per byte and time per token of the two phases, time per generation step naive and cached), ``padding`` (batches of different
   lengths and their key-padding masks), ``other_seeds`` (the shipped checkpoints against the same recipe trained
   from other seeds; ``scripts/other_seeds.py``);

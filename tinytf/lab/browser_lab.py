@@ -25,11 +25,11 @@ model, not a copy; the graph takes the mask as an input, so one file serves ever
   ``present_k``, ``present_v`` [L, H_kv, S + T, D] (the cache after these T positions).
 
 A keystroke runs the prompt once with S = 0; generation then feeds one byte at a time with the cache
-(chapter 11's KV cache), so each step costs one position, not the whole prompt. The page keeps
+(chapter 10's KV cache), so each step costs one position, not the whole prompt. The page keeps
 S + T <= max_seq_len; when the context is full it runs the last max_seq_len bytes afresh before each step, as
 ``tinytf.generate`` does (``sample_text`` follows the same rule, so Python and the page write the same text).
 
-**The sampler** is chapter 11's (``tinytf.generation.next_token_probs``: temperature, then top-k, then
+**The sampler** is chapter 10's (``tinytf.generation.next_token_probs``: temperature, then top-k, then
 top-p, renormalised; temperature 0 = greedy). The random numbers come from ``mulberry32``, a 32-bit
 generator that JavaScript computes exactly: u = mulberry32(seed) in [0, 1), and the byte drawn is the first
 whose cumulative probability exceeds u. The same seed gives the same text in Python and on the page.
@@ -179,7 +179,7 @@ def mulberry32(seed: int):
 
 
 def next_byte_probs(logits, temperature: float = 1.0, top_k=None, top_p=None) -> torch.Tensor:
-    """[V] distribution of the next byte: chapter 11's ``next_token_probs`` (float64 here and on the page)."""
+    """[V] distribution of the next byte: chapter 10's ``next_token_probs`` (float64 here and on the page)."""
     return next_token_probs(torch.as_tensor(logits).double().reshape(1, -1), temperature, top_k, top_p)[0]
 
 
@@ -274,7 +274,7 @@ NOTE = ("<b>The model in your browser.</b> This lab runs text-4l, the book's mod
 SHAPE = {"n_layers": 4, "n_heads": 6}
 # the chapter that teaches each part of the lab: its number -> its page, from the book's root
 CHAPTERS = {2: "chapters/02_causal_self_attention.html", 6: "chapters/06_decoder_block.html",
-            7: "chapters/07_tiny_transformer.html", 11: "chapters/11_generation_kv_cache.html",
+            7: "chapters/07_tiny_transformer.html", 10: "chapters/10_generation_kv_cache.html",
             12: "chapters/12_misconceptions.html"}
 # a line of plain words under each control and view, on first sight: what it is, what to look for; and the
 # chapters that teach it
@@ -283,12 +283,12 @@ HELP = {
     "model": ("The same model saved during its training: after 0 steps it is untrained and guesses at random.",
               [7]),
     "temperature": ("Divides the model's scores before the softmax: below 1 the likely bytes get likelier, "
-                    "above 1 the text gets wilder.", [11]),
-    "top_k": ("Only the k most likely bytes may be drawn.", [11]),
-    "top_p": ("Only the most likely bytes whose probabilities add up to p may be drawn.", [11]),
+                    "above 1 the text gets wilder.", [10]),
+    "top_k": ("Only the k most likely bytes may be drawn.", [10]),
+    "top_p": ("Only the most likely bytes whose probabilities add up to p may be drawn.", [10]),
     "seed": "The same seed and settings write the same text again.",
     "table": ("What the sampler can draw next (the model's probabilities after temperature, top-k and top-p): "
-              "Generate draws from this table, byte after byte.", [11]),
+              "Generate draws from this table, byte after byte.", [10]),
     "heads": ("A head is one attention pattern inside a block (here 6 per block, in 4 blocks, numbered from 0): "
               "it picks which earlier bytes each byte reads. Switching one off multiplies its output by 0, so "
               "you see what the model does without it. With every head off, each byte sees only itself: the "

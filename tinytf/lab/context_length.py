@@ -1,4 +1,4 @@
-"""How a RoPE model does past the length it was trained on, and what position interpolation changes (chapter 11).
+"""How a RoPE model does past the length it was trained on, and what position interpolation changes (chapter 10).
 
 ``bits_by_position`` scores a byte-level model on fixed windows of held-out text and returns the mean loss
 (bits per byte) at every position of the window: position t is the prediction of byte t + 1 from bytes
@@ -13,7 +13,7 @@ apart: the long offsets go, the number of keys stays, which separates the two ca
 ``python -m tinytf.lab.context_length`` (or ``scripts/context_length.py``) measures text-4l on 512-byte
 windows of its validation split, as it is, interpolated linearly by 2 and 4 and with YaRN by 4, and with every
 layer limited to a sliding window of 128, 32 and 8 keys, and with offsets clamped at 127 (every key kept; in
-every RoPE pair, in the slow pairs 6-15 only, in the fast pairs 0-5 only), and writes ``RESULTS_PATH``, which chapter 11 loads:
+every RoPE pair, in the slow pairs 6-15 only, in the fast pairs 0-5 only), and writes ``RESULTS_PATH``, which chapter 10 loads:
 
     results = load_results()
     results["bpb_by_position"]["1"]  # 512 numbers: bits per byte at positions 0..511, as shipped
@@ -111,7 +111,7 @@ def interpolated(model, factor: float, kind: str = "linear", max_seq_len=None, t
 
 def windowed(model, size: int, max_seq_len=None):
     """A copy of ``model`` with every layer local: each query sees only its last ``size`` keys, itself included
-    (``TinyConfig(sliding_window=SlidingWindow(size))``, chapter 10), so no query-key offset over ``size - 1``
+    (``TinyConfig(sliding_window=SlidingWindow(size))``, chapter 11), so no query-key offset over ``size - 1``
     ever occurs. Declared ``max_seq_len`` = ``max_seq_len`` (None: the model's). The weights are the same values
     and the positions are unchanged; nothing is trained."""
     cfg = model.config

@@ -1,4 +1,4 @@
-"""Measurements of the frontier block (chapter 10, "The frontier block") that the figures of
+"""Measurements of the frontier block (chapter 11, "The frontier block") that the figures of
 ``tinytf.viz.frontier`` draw: how far each position's input reaches through sliding-window layers
 (autograd), and how large attention logits grow while training with and without QK-norm.
 
@@ -236,7 +236,7 @@ def format_update_rms(updates: dict, streams: dict, input_rms: float, layers=ran
 
 
 def main() -> int:
-    """``python -m tinytf record-qk-norm``: re-record tinytf/checkpoints/qk_norm_logits.json (chapter 10)."""
+    """``python -m tinytf record-qk-norm``: re-record tinytf/checkpoints/qk_norm_logits.json (chapter 11)."""
     s = LOGIT_GROWTH_SETTINGS
     runs = {}
     for variant, qk in (("plain", "none"), ("QK-norm", "head")):

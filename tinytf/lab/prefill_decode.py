@@ -1,4 +1,4 @@
-"""Prefill and decode: the two phases of generation, counted and timed (chapter 11).
+"""Prefill and decode: the two phases of generation, counted and timed (chapter 10).
 
 Prefill runs the prompt's T tokens through the model in one pass; decode then runs one token per step
 against the KV cache. Both read every weight once per pass, but prefill does T tokens' worth of arithmetic

@@ -1,4 +1,4 @@
-"""Four changes to the block in 2025-26 models, as small measurable functions (chapter 10).
+"""Four changes to the block in 2025-26 models, as small measurable functions (chapter 11).
 
 - **Attention sinks** (gpt-oss): one learned logit per head joins the softmax's denominator but has no value,
   so a head can give its keys less than a total weight of 1. :func:`sink_softmax`.

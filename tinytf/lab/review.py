@@ -155,7 +155,7 @@ def review(block) -> list:
                         "grouped-query attention: fewer K/V heads than query heads",
                         "the KV cache grows with the number of K/V heads; sharing each K/V head among a group of "
                         "query heads divides cache memory (and K/V projection weights) by the group size",
-                        "chapter 11"))
+                        "chapter 10"))
     if b["ffn"] not in GATED_FFNS:
         gaps.append(Gap("FFN gating", f"two-matrix {b['ffn'].upper()} MLP", "gated FFN (SwiGLU)",
                         "a gate SiLU(x W_gate) scales each hidden unit per input, up, down or to near zero; gated FFNs reached lower "

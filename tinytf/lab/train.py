@@ -490,7 +490,7 @@ TEXT_PRESETS = {
         description="byte-level language model (4 layers, d_model 192, 6 heads, pre-norm RMSNorm, SwiGLU, RoPE) "
                     "trained on the docstrings of Python's standard library",
         # max_seq_len = the training window: RoPE has no parameters, so the model would run on longer inputs,
-        # but it degrades past the positions it was trained on (chapter 11); generate keeps the last 128 bytes
+        # but it degrades past the positions it was trained on (chapter 10); generate keeps the last 128 bytes
         config=TinyConfig(vocab_size=256, d_model=192, n_layers=4, n_heads=6, d_ff=512, max_seq_len=128),
         steps=1800, lr=3e-3, batch_size=32, seq_len=128,
         tolerance={"val_bpb": 0.02, "train_bpb": 0.02}),
@@ -505,7 +505,7 @@ TEXT_PRESETS["small-relu"] = replace(
 
 CONTEXT_NOTE = ("config.max_seq_len is the training window, {n} bytes: RoPE has no parameters, so the weights do not "
                 "depend on it and the model runs on longer inputs, but its bits per byte degrade past position {n} "
-                "(chapter 11); tinytf.generate feeds it at most its last {n} bytes, at positions 0..{n}-1")
+                "(chapter 10); tinytf.generate feeds it at most its last {n} bytes, at positions 0..{n}-1")
 
 
 def _round(x, digits=5):

@@ -33,7 +33,7 @@ def _norms(tensor) -> list:
 
 
 def _snapshot(step) -> dict:
-    """One CacheStep as the plain dict the figure (and chapter 11) reads."""
+    """One CacheStep as the plain dict the figure (and chapter 10) reads."""
     layers = [layer.parts() for layer in step.cache.layers]
     return {"step": step.step, "fed": step.fed, "positions": step.positions, "length": step.length,
             "nbytes": step.nbytes, "held": step.held, "parts": list(layers[0]),
