@@ -78,17 +78,17 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "attn.n_heads heads of attn.d_head; no mask, no RoPE"),
     Exercise("grouped_query_attention", 9, "grouped_query_attention(q, k, v)", "z: [B, H, T, D]",
              "k and v have fewer heads than q: query head h uses K/V head h // (H / H_kv); causal mask"),
-    Exercise("sampler", 11, "sampler(logits, temperature, top_k, top_p)", "probabilities [B, V], each row summing to 1",
+    Exercise("sampler", 10, "sampler(logits, temperature, top_k, top_p)", "probabilities [B, V], each row summing to 1",
              "divide by the temperature; top_k: set every logit below the k-th largest to -inf; top_p: sort the "
              "probabilities, keep the smallest set of most likely tokens whose sum reaches p (ties with the last "
              "kept one too), set the rest to -inf; softmax (None: that filter is off)"),
-    Exercise("moe_router", 10, "top_k_router(logits, k)", "(ids, weights), each [B, T, k]",
+    Exercise("moe_router", 11, "top_k_router(logits, k)", "(ids, weights), each [B, T, k]",
              "Mixtral's router: softmax over the E experts, keep the k largest probabilities, divide them by their "
              "sum; ids are the chosen experts (any order)"),
-    Exercise("sink_softmax", 10, "sink_softmax(scores, sinks)", "weights [B, H, T, S], each row summing to less than 1",
+    Exercise("sink_softmax", 11, "sink_softmax(scores, sinks)", "weights [B, H, T, S], each row summing to less than 1",
              "gpt-oss's attention sink: head h's logit sinks[h] joins the softmax's denominator but gets no value: "
              "exp(score) / (exp(sinks[h]) + sum of exp(scores)); masked scores are -inf"),
-    Exercise("kv_cache_step", 11, "kv_cache_step(q, k_past, v_past, k_new, v_new)", "z: [B, H, 1, D]",
+    Exercise("kv_cache_step", 10, "kv_cache_step(q, k_past, v_past, k_new, v_new)", "z: [B, H, 1, D]",
              "append the new key and value to the past ones, then one query attends to all of them (no mask needed)"),
     Exercise("mean_ablated_block", 12, "mean_ablated_block(x, block, ffn_mean)", "[B, T, C]",
              "a pre-norm block whose FFN output is replaced by the vector ffn_mean [C] at every position: "
