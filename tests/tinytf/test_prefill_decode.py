@@ -178,3 +178,16 @@ def test_time_kernels_rates_follow_the_median_times():
     vec_rate, mat_rate = k.gflop_per_s()
     assert vec_rate == pytest.approx(2 * 64 * 64 / k.matvec.median / 1e9)
     assert mat_rate == pytest.approx(2 * 64 * 64 * 8 / k.matmat.median / 1e9)
+
+
+def test_time_matvecs_counts_every_linear():
+    from tinytf.lab.prefill_decode import time_matvecs
+    cfg = TinyConfig(n_layers=1, d_model=32, n_heads=2, d_ff=64)
+    model = tinytf.TinyTransformer(cfg).eval()
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    n, mb, s = time_matvecs(model, repeats=3)
+    assert n == len(linears) > 0
+    assert mb == sum(m.weight.numel() * 4 for m in linears) / 1e6
+    assert s.q1 <= s.median <= s.q3 and s.median > 0
+    with pytest.raises(TinyTFInputError):
+        time_matvecs(model, repeats=0)

@@ -414,6 +414,31 @@ def time_call_cost(cfg, prompt_len: int = 128, decode_steps: int = 16, repeats: 
     return time_phases(model, prompt_len, decode_steps, repeats, seed).decode_spread()
 
 
+@torch.no_grad()
+def time_matvecs(model, repeats: int = 15, seed: int = 0) -> tuple:
+    """Every ``nn.Linear`` weight of ``model`` (the LM head included) times one vector, one after the other,
+    as a decode step calls them: ``(n_matrices, megabytes, Spread of seconds for all of them)``, timed in
+    processor time ``repeats`` times after one warm-up. These products read all of the matrices' bytes, each
+    at its own shape, with the cost of their own calls; the rest of a step (norms, rotations, softmax, the
+    cache's appends) is left out."""
+    if repeats < 1:
+        raise TinyTFInputError(f"time_matvecs: repeats must be >= 1, got {repeats}")
+    weights = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not weights:
+        raise TinyTFInputError("time_matvecs: the model has no nn.Linear layer")
+    g = torch.Generator().manual_seed(seed)
+    xs = [torch.randn(1, 1, w.shape[1], generator=g) for w in weights]
+    seconds = []
+    for r in range(repeats + 1):
+        t0 = CLOCK()
+        for w, x in zip(weights, xs):
+            torch.nn.functional.linear(x, w)
+        if r:  # the first round warms up
+            seconds.append(CLOCK() - t0)
+    mb = sum(w.numel() * w.element_size() for w in weights) / 1e6
+    return len(weights), mb, Spread.of(seconds)
+
+
 @dataclass
 class KernelTiming:
     """One [d x d] float32 matrix times one vector (``matvec``) and times ``cols`` vectors at once (``matmat``):
