@@ -68,6 +68,17 @@ def test_margin_is_paired_and_clustered():
     assert other_seeds.margin({"text-4l": {"1": {"ffn zero": 3.0, "attn zero": 2.5}}}, "1", "zero") == (0.5, None)
 
 
+def test_margin_either_way_round():
+    """first="attn" is the same paired difference the other way round: the mean negated, the same standard error."""
+    for seed in RUNS["text-4l"]:
+        for how in ("zero", "mean"):
+            (m, se), (m_attn, se_attn) = (other_seeds.margin(RUNS, seed, how, first=f) for f in ("ffn", "attn"))
+            assert m_attn == pytest.approx(-m, abs=1e-12) and (se_attn is None) == (se is None)
+            assert se is None or se_attn == pytest.approx(se, abs=1e-12)
+    with pytest.raises(TinyTFInputError, match="first"):
+        other_seeds.margin(RUNS, "0", "mean", first="mlp")
+
+
 def test_tables_have_one_row_per_seed():
     text = other_seeds.format_text_table(RUNS).splitlines()
     assert len(text) == 2 + len(RUNS["text-4l"]) and text[2].endswith("(shipped)")

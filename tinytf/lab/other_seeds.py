@@ -5,6 +5,7 @@
     print(other_seeds.format_text_table(runs))         # text-4l: held-out bits per byte and the four ablations
     print(other_seeds.format_reversal_table(runs))     # reversal-2l: accuracy and the anti-diagonal, per seed
     other_seeds.margin(runs, "1", "mean")              # text-4l seed 1: FFN removed minus attention removed, (mean, SE)
+    other_seeds.margin(runs, "1", "mean", first="attn")  # the other way round: attention removed minus FFN removed
     lm1 = other_seeds.load_text_model(1)               # text-4l's recipe trained from seed 1 (its weights are shipped)
 
 Every shipped checkpoint is one training run, seed 0. A number measured on it (text-4l's 2.03 bits per byte,
@@ -88,18 +89,23 @@ def window_modules(corpus) -> list:
     return context_length.window_modules(corpus, *WINDOWS)
 
 
-def margin(data: dict, seed: str, how: str) -> tuple:
-    """(mean, standard error) over the held-out windows of text-4l run ``seed``: bits per byte with every FFN
-    removed minus with every attention sublayer removed (``how``: "zero" or "mean"; > 0: the FFNs cost more),
-    paired window by window, the standard error clustered by module (``context_length.clustered_mean_se``).
-    A run recorded without per-window bits gives (the difference of its means, None)."""
+def margin(data: dict, seed: str, how: str, first: str = "ffn") -> tuple:
+    """(mean, standard error) over the held-out windows of text-4l run ``seed``: bits per byte with every
+    ``first`` sublayer removed minus with every sublayer of the other kind removed (``how``: "zero" or "mean";
+    ``first`` "ffn", the default, or "attn"; > 0: ``first`` costs more), paired window by window, the standard
+    error clustered by module (``context_length.clustered_mean_se``). A run recorded without per-window bits
+    gives (the difference of its means, None)."""
     if how not in ("zero", "mean"):
         raise TinyTFInputError(f"margin: how must be 'zero' or 'mean', got {how!r}")
+    if first not in ("ffn", "attn"):
+        raise TinyTFInputError(f"margin: first must be 'ffn' or 'attn', got {first!r}")
+    second = "attn" if first == "ffn" else "ffn"
     row = data["text-4l"][str(seed)]
     if "window_bits" not in row:
-        return row[f"ffn {how}"] - row[f"attn {how}"], None
+        return row[f"{first} {how}"] - row[f"{second} {how}"], None
     bits = row["window_bits"]
-    diff = torch.tensor(bits[f"ffn {how}"], dtype=torch.float64) - torch.tensor(bits[f"attn {how}"], dtype=torch.float64)
+    diff = (torch.tensor(bits[f"{first} {how}"], dtype=torch.float64)
+            - torch.tensor(bits[f"{second} {how}"], dtype=torch.float64))
     return context_length.clustered_mean_se(diff, data["settings"]["window_modules"])
 
 
