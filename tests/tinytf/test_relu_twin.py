@@ -62,6 +62,11 @@ def test_check_rejects_inconsistent_files():
     table = R.format_units(synthetic_results()).splitlines()
     assert "ReLU, untrained" in table[0] and len(table) == 2 + 4 + 1  # two header lines, 4 blocks, units line
     assert R.format_bpb(synthetic_results()).splitlines()[1].startswith("ReLU twin (ReLU MLP, d_ff 768)  ")
+    two = R.format_units(synthetic_results(), models=("relu-twin@step0", "relu-twin")).splitlines()
+    assert "ReLU, trained" in two[0] and "SwiGLU" not in two[0] and len(two) == 2 + 4 + 1
+    assert len(two[2].split()) == 1 + 2 * 3  # block, then silent, <1%, median per group
+    with pytest.raises(tinytf.TinyTFInputError, match="unknown models"):
+        R.format_units(synthetic_results(), models=("gelu",))
     for change, match in ((lambda d: d["models"]["relu-twin"]["blocks"][0].update(dead=10 ** 6), "dead <= rare"),
                           (lambda d: d["models"]["relu-twin"]["blocks"][1].update(median_share=1.5), "median_share"),
                           (lambda d: d["models"]["text-4l"]["blocks"][2].update(silent=-1), "silent"),

@@ -144,11 +144,20 @@ def format_bpb(data: dict) -> str:
                                       ("relu-twin", "ReLU twin (ReLU MLP, d_ff 768)")))
 
 
-def format_units(data: dict) -> str:
+UNIT_GROUPS = (("relu-twin@step0", "ReLU, untrained"), ("relu-twin", "ReLU, trained"),
+               ("text-4l", "SwiGLU (gate > 0)"))
+
+
+def format_units(data: dict, models=None) -> str:
     """Per block and model: silent units (hidden value exactly 0 at every position; for a ReLU MLP the units never
-    active), units active on < 1% of positions, median active share."""
-    cols = (("relu-twin@step0", "ReLU, untrained"), ("relu-twin", "ReLU, trained"),
-            ("text-4l", "SwiGLU (gate > 0)"))
+    active), units active on < 1% of positions, median active share. ``models``: the keys of the column groups to
+    print, in order (default: all three, ``"relu-twin@step0"``, ``"relu-twin"``, ``"text-4l"``)."""
+    labels = dict(UNIT_GROUPS)
+    keys = [k for k, _ in UNIT_GROUPS] if models is None else list(models)
+    unknown = [k for k in keys if k not in labels]
+    if unknown:
+        raise TinyTFInputError(f"format_units: unknown models {unknown}; choose from {list(labels)}")
+    cols = tuple((k, labels[k]) for k in keys)
     head = f"{'block':>5}" + "".join(f"  {label:>26}" for _, label in cols)
     sub = f"{'':>5}" + "".join(f"  {'silent':>6} {'<1%':>5} {'median':>13}" for _ in cols)
     lines = [head, sub]
