@@ -20,10 +20,26 @@ def test_format_lr_sweep_rows_and_digits():
 def test_recorded_sweep_is_complete():
     sweep = frontier.load_lr_sweep()
     s = sweep["settings"]
-    assert set(sweep["runs"]) == {"plain", "QK-norm"}
+    assert set(sweep["runs"]) == {"plain", "QK-norm", "QK-norm g=0.2"}
+    assert s["variants"]["QK-norm g=0.2"] == {"qk_norm": "head", "qk_gain": 0.2}
     for by_lr in sweep["runs"].values():
         assert list(by_lr) == [str(lr) for lr in s["lrs"]]
         assert all(len(recs) == len(s["seeds"]) and recs[0]["steps"][-1] == s["steps"] for recs in by_lr.values())
+
+
+def test_logit_growth_qk_gain_scales_the_logits_at_step_0():
+    """Gains g on both norms multiply every logit, and the bound sqrt(D) g², by g²; the other weights are the seed's."""
+    import pytest
+
+    from tinytf.config import TinyConfig
+    from tinytf.errors import TinyTFInputError
+
+    cfg = TinyConfig(**frontier.LOGIT_GROWTH_SETTINGS["base"], qk_norm="head")
+    unit, small = (frontier.logit_growth(cfg, steps=0, seed=1, qk_gain=g) for g in (None, 0.2))
+    assert small["max_logit"][0] == pytest.approx(0.04 * unit["max_logit"][0], rel=1e-4)
+    assert small["bound"][0] == pytest.approx(4 * 0.04) and unit["bound"][0] == pytest.approx(4)
+    with pytest.raises(TinyTFInputError, match="qk_gain"):
+        frontier.logit_growth(cfg.replace(qk_norm="none"), steps=0, qk_gain=0.2)
 
 
 def test_two_digits_grouping_only_when_asked():

@@ -55,18 +55,27 @@ def gradient_reach(model, ids) -> np.ndarray:
 
 
 def logit_growth(cfg: TinyConfig, steps: int = 150, lr: float = 1e-2, seed: int = 0, every: int = 10,
-                 batch_size: int = 32, task=None) -> dict:
+                 batch_size: int = 32, task=None, qk_gain: float | None = None) -> dict:
     """Train a TinyTransformer(cfg) (seed ``seed``) on the induction task with AdamW at a constant, high
     learning rate (no warm-up, no clipping, no weight decay) and record, every ``every`` steps, the largest
     absolute attention logit (``blocks.*.attn.scores``, every query-key pair, the masked future ones included) on a
     fixed probe batch, the same over the pairs the causal mask lets through (``blocks.*.attn.masked_scores``), and
     the training loss, and, for a model with per-head QK-norm, the bound the norms' gains put on every logit
     (``qk_logit_bound``; None without QK-norm). Returns {"steps": [...], "max_logit": [...],
-    "max_visible_logit": [...], "bound": [...], "loss": [...]} (loss at the recorded steps; step 0: None)."""
+    "max_visible_logit": [...], "bound": [...], "loss": [...]} (loss at the recorded steps; step 0: None).
+    ``qk_gain``: for a model with QK-norm, every gain of the query and key norms starts at this value instead of 1
+    (set after initialisation, so the other weights are those of the same seed); None keeps 1."""
     task = task or InductionTask(min_length=4, max_length=12)
     with num_threads(1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = TinyTransformer(cfg)
+        if qk_gain is not None:
+            if cfg.qk_norm == "none":
+                raise TinyTFInputError("logit_growth: qk_gain needs a model with QK-norm (qk_norm 'head' or 'proj')")
+            with torch.no_grad():
+                for b in model.blocks:
+                    b.attn.q_norm.weight.fill_(qk_gain)
+                    b.attn.k_norm.weight.fill_(qk_gain)
         data = torch.Generator().manual_seed(seed)
         probe = task.batch(16, torch.Generator().manual_seed(10_000), length=task.max_length)[0]
         opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
@@ -173,16 +182,17 @@ def format_lr_sweep(sweep: dict) -> str:
     losses (two decimals)."""
     seeds = sweep["settings"]["seeds"]
     last = sweep["settings"]["steps"]
+    w = max(8, *(len(v) for v in sweep["runs"]))
     head = "".join(f"{'seed ' + str(s):>8}" for s in seeds)
-    lines = [f"{'':16}{'largest |logit|, step ' + str(last):>{8 * len(seeds)}}     "
+    lines = [f"{'':{w + 8}}{'largest |logit|, step ' + str(last):>{8 * len(seeds)}}     "
              f"{'loss, last 10 batches':>{8 * len(seeds)}}",
-             f"{'lr':7} {'variant':8}{head}     {head}"]
+             f"{'lr':7} {'variant':{w}}{head}     {head}"]
     for lr in sweep["settings"]["lrs"]:
         for variant, by_lr in sweep["runs"].items():
             recs = by_lr[str(lr)]
             logits = "".join(f"{two_digits(r['max_logit'][-1], keep_zeros=True, grouping=True):>8}" for r in recs)
             losses = "".join(f"{sum(r['loss'][-10:]) / 10:>8.2f}" for r in recs)
-            lines.append(f"{lr:<7g} {variant:8}{logits}     {losses}")
+            lines.append(f"{lr:<7g} {variant:{w}}{logits}     {losses}")
     return "\n".join(lines)
 
 
@@ -211,7 +221,8 @@ def best_rates(sweep: dict) -> dict:
 def format_best_rates(best: dict) -> str:
     """Plain text, one line per variant of ``best_rates``: the rate and the late loss of each seed (two decimals)."""
     lines = ["best rate (lowest mean over the seeds) and its loss per seed:"]
-    lines += [f"  {variant:8} {lr:<7g}" + "".join(f"{x:>8.2f}" for x in losses) for variant, (lr, losses) in best.items()]
+    w = max(8, *(len(v) for v in best))
+    lines += [f"  {variant:{w}} {lr:<7g}" + "".join(f"{x:>8.2f}" for x in losses) for variant, (lr, losses) in best.items()]
     return "\n".join(lines)
 
 
