@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import TinyTFInputError
 from . import binding as bnd
-from .common import FONT, SEQUENTIAL, axis_labels, get_traced, make_figure, need
+from .common import FONT, OKABE_ITO, SEQUENTIAL, axis_labels, get_traced, make_figure, need
 
 KINDS = ("self", "cross", "encoder")
 MASK_FILL = "#ffffff"  # masked cells: white in light and dark mode, unlike any colour of the weight scale
@@ -15,6 +15,7 @@ MASK_FILL = "#ffffff"  # masked cells: white in light and dark mode, unlike any 
 # would lighten for a dark background, making it vanish on the white cell
 MASK_ON_WHITE = "#4a4a55"
 ROW_GAP_PX = 72  # between rows of panels: the upper row's tick labels and axis title, then the lower row's title
+OUTLINE_COLOR = OKABE_ITO[5]  # vermillion: stands out from every colour of the cividis weight scale
 
 
 def attention_names(trace, layer: int, kind: str = "self"):
@@ -76,14 +77,17 @@ def _panel_traces(name, z, mk, qlab, klab, ax: str, q_name: str, k_name: str) ->
 
 
 def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", labels=None, batch: int = 0,
-                  heads: str = "all", cols: int | None = None):
+                  heads: str = "all", cols: int | None = None, outline=None):
     """Heatmaps of attention weights, query (rows) x key (columns): the mean over heads first,
     then one panel per head (``heads``: "all" | "mean" | "each" | a head index), sharing one 0..1 colour scale. Masked cells (the causal mask's
     -inf scores) are grey with an x and hover "masked". kind="cross" (EncoderDecoder) shows
     target (rows) x source (columns); kind="encoder" the encoder's bidirectional self-attention.
 
     ``model_or_trace``: a model with ``ids`` (string / ids; a (src, tgt) pair for an EncoderDecoder)
-    or a Trace (then ``labels``: a list of query labels, or (target labels, source labels))."""
+    or a Trace (then ``labels``: a list of query labels, or (target labels, source labels)).
+
+    ``outline``: (row, column) cells, as positions (0-based), to draw a box around in every panel, e.g.
+    the cells a hypothesis predicts the weight should sit on."""
     t = get_traced(model_or_trace, ids, labels=labels, batch=batch)
     wname, mname = attention_names(t.trace, layer, kind)
     w = bnd.source(t.trace, wname)[t.batch]  # [H, T, S]; values read from the trace are Bound (value + recipe)
@@ -99,6 +103,7 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     else:
         qlab = klab = bnd.token_axis_labels(t.labels, T)
     panels = _choose_panels(w, masked, heads, H)
+    outline = _outline_cells(outline, T, S)
     n = len(panels)
     cols = cols or min(n, 5)
     rows = math.ceil(n / cols)
@@ -120,7 +125,7 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
         gap_y = 110 / (rows * panel_px + (rows - 1) * 110)
         ph = (1 - gap_y * (rows - 1)) / rows
     data, layout = [], {}
-    annotations = []
+    annotations, shapes = [], []
     for i, (name, z, mk) in enumerate(panels):
         r, c = divmod(i, cols)
         ax = "" if i == 0 else str(i + 1)
@@ -137,6 +142,7 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
         data += _panel_traces(name, z, mk, qlab, klab, ax, q_name, k_name)
         annotations.append(dict(text=f"<b>{name}</b>", x=x0 + pw / 2, y=y1, xref="paper", yref="paper",
                                 yanchor="bottom", showarrow=False, font=dict(size=12)))
+        shapes += _outline_shapes(outline, ax)
     what = {"self": "causal self-attention" if mname else "self-attention",
             "cross": "cross-attention", "encoder": "encoder self-attention"}[kind]
     sub = ("each row sums to 1; grey ✕ = masked (a later position)" if masked.value.any()
@@ -154,4 +160,26 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
                        colorbar=dict(title=dict(text="weight"), thickness=12, len=0.9)),
         annotations=annotations, showlegend=False,
     )
+    if shapes:
+        layout["shapes"] = shapes
     return make_figure(data, layout)
+
+
+def _outline_cells(outline, T: int, S: int) -> list:
+    """The (row, column) cells to outline, checked against the map's T rows and S columns."""
+    cells = []
+    for cell in outline or ():
+        try:
+            r, c = (int(v) for v in cell)
+        except (TypeError, ValueError):
+            raise TinyTFInputError(f"outline takes (row, column) pairs of positions; got {cell!r}") from None
+        if not (0 <= r < T and 0 <= c < S):
+            raise TinyTFInputError(f"outline cell {(r, c)} is outside the map: rows 0..{T - 1}, columns 0..{S - 1}")
+        cells.append((r, c))
+    return cells
+
+
+def _outline_shapes(cells, ax: str) -> list:
+    """A box around each cell of one panel (category axes: cell k spans k - 0.5 .. k + 0.5)."""
+    return [dict(type="rect", xref=f"x{ax}", yref=f"y{ax}", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
+                 line=dict(color=OUTLINE_COLOR, width=2)) for r, c in cells]
