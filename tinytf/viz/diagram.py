@@ -102,8 +102,10 @@ def _bracket(fig, x, steps, first, last, text, offset=1.75):
 
 def _figure(title, x_range, y_range, height, width=None):
     fig = go.Figure()
-    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center"), template="plotly_white", height=height,
-                      width=width, showlegend=False, margin=dict(l=10, r=10, t=60, b=10),
+    extra = 22 * title.count("<br>")  # room for each extra line of a title wrapped with <br>
+    fig.update_layout(title=dict(text=title, x=0.5, xanchor="center"), template="plotly_white",
+                      height=height + extra,
+                      width=width, showlegend=False, margin=dict(l=10, r=10, t=60 + extra, b=10),
                       xaxis=dict(visible=False, range=list(x_range), fixedrange=True),
                       yaxis=dict(visible=False, range=list(y_range), fixedrange=True, scaleanchor="x"),
                       dragmode=False)

@@ -14,6 +14,12 @@ QUANTITIES = {  # attribute of LayerProfile: (axis title, hover format, log axis
     "activation_rms": ("RMS of the stream leaving the block", ".3g", False),
     "token_similarity": ("cosine similarity between positions", ".3f", False),
 }
+# the panel titles of a figure with several panels, wrapped to fit a phone's width
+PANEL_TITLES = {
+    "grad_norm": "gradient norm of<br>the block's weights",
+    "activation_rms": "RMS of the stream<br>leaving the block",
+    "token_similarity": "cosine similarity<br>between positions",
+}
 DASHES = ["solid", "dash", "dot", "dashdot"]
 SYMBOLS = ["circle", "diamond", "square", "triangle-up"]
 
@@ -53,7 +59,7 @@ def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "
         colours.setdefault(_attribute(p, color_key), OKABE_ITO[len(colours) % len(OKABE_ITO)])
         dashes.setdefault(_attribute(p, dash_key), len(dashes) % len(DASHES))
     fig = make_subplots(rows=1, cols=len(quantities), horizontal_spacing=0.12,
-                        subplot_titles=[QUANTITIES[q][0] for q in quantities] if len(quantities) > 1 else None)
+                        subplot_titles=[PANEL_TITLES[q] for q in quantities] if len(quantities) > 1 else None)
     for col, q in enumerate(quantities, start=1):
         axis_title, fmt, log_default = QUANTITIES[q]
         for p in profiles:
@@ -69,6 +75,8 @@ def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "
         fig.update_xaxes(title="block (0 = nearest the input)", row=1, col=col)
         fig.update_yaxes(title=axis_title if len(quantities) == 1 else None, type="log" if use_log else "linear",
                          exponentformat="power" if use_log else "none", row=1, col=col)
+    # room for each extra line of a title wrapped with <br>, and for the two-line panel titles
+    top = 80 + 22 * title.count("<br>") + (18 if len(quantities) > 1 else 0)
     fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
-                      margin=dict(l=70, r=20, t=80, b=50), legend=dict(font=dict(size=11)))
+                      margin=dict(l=70, r=20, t=top, b=50), legend=dict(font=dict(size=11)))
     return fig
