@@ -10,7 +10,9 @@ Two questions, each answered on real ``TinyTransformer`` forward and backward pa
   mean is compared with the vector's root mean square: the part LayerNorm removes and RMSNorm keeps.
   ``swap_norms`` replaces every RMSNorm by a LayerNorm with the same gain (or the reverse), so the same trained
   weights can be evaluated with and without the re-centring; ``fixed_scale_norms`` keeps the centring choice but
-  divides every token by one constant per norm instead of by its own size, which removes the re-scaling.
+  divides every token by one constant per norm instead of by its own size, which removes the re-scaling;
+  ``shifted_norms`` subtracts each token's mean but keeps the RMS divisor, or, as a control, subtracts the same
+  amount along a random direction.
 
     profiles = [depth_profile(norm, n_layers=48, init_std=1 / 8) for norm in ("none", "layer", "rms")]
     print(format_depth_table(profiles, "activation_rms", blocks=(0, 1, 2, 3, 4, 5, 47)))
@@ -351,6 +353,47 @@ def fixed_scale_norms(model: nn.Module, ids, sequential: bool = False, keep_fina
         size, _ = _norm_sizes(new, ids, only={name})
         _fix(new, size)
     return new
+
+
+class ShiftedNorm(nn.Module):
+    """An RMSNorm that first subtracts, from each token ``x``, its component along the all-ones direction ``u``
+    (``x - (x.u) u``: the mean, as LayerNorm's centring) or, with ``direction`` given, the same amount along that
+    unit vector instead (``x - (x.u) direction``), then divides by the RMS of the token as it came in:
+    ``(x - (x.u) d) / RMS(x) * gamma``. The divisor is not changed, so only the subtraction differs from the
+    trained RMSNorm (LayerNorm would also divide by the standard deviation)."""
+
+    def __init__(self, weight, eps: float, direction=None):
+        super().__init__()
+        self.weight = nn.Parameter(weight.detach().clone())
+        self.eps = eps
+        c = weight.shape[0]
+        self.register_buffer("u", torch.full((c,), 1 / math.sqrt(c)))
+        self.register_buffer("d", self.u.clone() if direction is None else direction.detach().clone())
+        self.hook_out = Hook()
+
+    def forward(self, x):
+        rms = x.pow(2).mean(-1, keepdim=True).add(self.eps).sqrt()  # the token's own RMS, as trained
+        along_u = (x * self.u).sum(-1, keepdim=True)  # x.u = mean * sqrt(C)
+        return self.hook_out((x - along_u * self.d) / rms * self.weight)
+
+
+def shifted_norms(model: nn.Module, random_seed: int | None = None) -> nn.Module:
+    """A copy of ``model`` whose every RMSNorm becomes a :class:`ShiftedNorm`: with ``random_seed`` None it
+    subtracts each token's mean and keeps the RMS divisor (centring only); with a seed, each norm instead
+    subtracts the same amount (``|mean| * sqrt(C)`` in length, per token) along a random unit direction of its
+    own, drawn with a generator seeded by ``random_seed`` (a size-matched control for the centring)."""
+    gen = None if random_seed is None else torch.Generator().manual_seed(random_seed)
+
+    def make(norm):
+        if not isinstance(norm, RMSNorm):
+            return norm
+        direction = None
+        if gen is not None:
+            direction = torch.randn(norm.weight.shape[0], generator=gen)
+            direction = direction / direction.norm()
+        return ShiftedNorm(norm.weight, norm.eps, direction)
+
+    return _replace(copy.deepcopy(model), make)
 
 
 def gain_only_norms(model: nn.Module, keep_final: bool = False) -> nn.Module:
