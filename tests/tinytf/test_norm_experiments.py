@@ -262,3 +262,36 @@ def test_seed_case_reproduces_depth_profile_for_that_seed():
     for b in range(6):  # the same stream RMS after every block as depth_profile recorded
         rms = float(trace[f"blocks.{b}.resid_post"].double().pow(2).mean(-1).sqrt().mean())
         assert rms == pytest.approx(prof.activation_rms[0][b], rel=1e-5, nan_ok=True)
+
+
+def test_shifted_norms_centre_each_token_and_keep_the_rms_divisor():
+    model = _model()
+    torch.nn.init.normal_(model.blocks[0].norm1.weight, 1.0, 0.1)
+    centred = ne.shifted_norms(model)
+    assert isinstance(model.blocks[0].norm1, tinytf.RMSNorm)  # the original is not touched
+    x = torch.randn(2, 3, 32) + 0.7  # an offset shared by the features: a clear mean to remove
+    norm, gamma = model.blocks[0].norm1, model.blocks[0].norm1.weight
+    rms = x.pow(2).mean(-1, keepdim=True).add(norm.eps).sqrt()
+    want = (x - x.mean(-1, keepdim=True)) / rms * gamma
+    torch.testing.assert_close(centred.blocks[0].norm1(x), want, rtol=1e-5, atol=1e-6)
+    _, trace = centred.run_with_trace(torch.tensor([[1, 2, 3]]))
+    assert "blocks.0.norm1.out" in trace
+
+
+def test_shifted_norms_with_a_seed_remove_as_much_along_a_random_direction():
+    model = _model()
+    x = torch.randn(2, 3, 32) + 0.7
+    centred, control = ne.shifted_norms(model), ne.shifted_norms(model, random_seed=3)
+    norm = model.blocks[0].norm1
+    rms = x.pow(2).mean(-1, keepdim=True).add(norm.eps).sqrt()
+    as_is = x / rms * norm.weight
+    removed_mean = (as_is - centred.blocks[0].norm1(x)) * rms / norm.weight
+    removed_random = (as_is - control.blocks[0].norm1(x)) * rms / norm.weight
+    # the same length per token, but not the same vector
+    torch.testing.assert_close(removed_random.norm(dim=-1), removed_mean.norm(dim=-1), rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(removed_random, removed_mean, atol=1e-3)
+    # the same seed draws the same directions; each norm draws its own
+    again = ne.shifted_norms(model, random_seed=3)
+    assert torch.equal(again.blocks[0].norm1.d, control.blocks[0].norm1.d)
+    assert not torch.equal(control.blocks[0].norm1.d, control.blocks[0].norm2.d)
+    torch.testing.assert_close(control.blocks[0].norm1.d.norm(), torch.tensor(1.0))
