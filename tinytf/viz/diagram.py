@@ -160,11 +160,12 @@ def block_diagram(norm_position: str = "pre", title: str | None = None, sublayer
     steps, residuals = _block_steps(norm_position, *parts)
     as_released = sublayers == ("llama" if norm_position == "pre" else "2017")
     if title is None and as_released:
-        title = ("A pre-norm decoder block (the Llama-3-style block)" if norm_position == "pre"
-                 else "A post-norm decoder block (the 2017 block)")
+        # two lines: one line of this title overflows a phone-width (375 px) page
+        title = ("A pre-norm decoder block<br>(the Llama-3-style block)" if norm_position == "pre"
+                 else "A post-norm decoder block<br>(the 2017 block)")
     elif title is None:
         kind = "Llama-3-style" if sublayers == "llama" else "2017"
-        title = f"A {norm_position}-norm decoder block with the {kind} sublayers"
+        title = f"A {norm_position}-norm decoder block<br>with the {kind} sublayers"
     fig = _figure(title, (-3.2, 1.9), (-0.6, len(steps) - 0.4), height=90 + 62 * len(steps), width=430)
     _column(fig, 0.0, steps)
     for start, add in residuals:
