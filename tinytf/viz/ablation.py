@@ -210,12 +210,12 @@ def head_scores_figure(tables: list, patterns: dict | None = None, threshold: fl
     fig.add_hline(y=threshold, line_dash="dot", line_color="#444444", annotation_text=f"{threshold:g}",
                   annotation_position="top left")
     fig.update_xaxes(title="head (block.head)", type="category")
-    fig.update_yaxes(title="share of the head's weight (mean over passages)", range=[0, 1])
+    fig.update_yaxes(title="mean share of the head's weight", range=[0, 1], automargin=True)
     title = _title(f"Where each head of text-4l puts its weight, over {len(tables)} held-out passages",
                    f"look for: only a few bars pass {threshold:g}, all of them previous-byte; "
                    "the whiskers span the lowest to the highest passage")
     fig.update_layout(template="plotly_white", font=FONT, height=440, title=title, barmode="group", bargap=0.25,
-                      margin=dict(l=60, r=20, t=110, b=50), legend=dict(orientation="h", y=-0.22))
+                      margin=dict(l=70, r=20, t=110, b=50), legend=dict(orientation="h", y=-0.22))
     return fig
 
 
