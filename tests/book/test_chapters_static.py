@@ -337,6 +337,25 @@ def test_every_fence_is_closed(name):
     assert not hits, f"{name}: fences never closed {hits} (an empty code box, or prose rendered as code)"
 
 
+def backticks_in_fence_info(markdown: str) -> list:
+    """Opening lines of backtick fences whose info string holds a backtick (```{dropdown} Why `x`): CommonMark
+    does not open such a fence, so the directive is drawn as a paragraph of text with its ``` showing."""
+    return [line.strip() for line in markdown.splitlines()
+            if (m := FENCE.match(line)) and m.group(1).startswith("`") and "`" in m.group(2)]
+
+
+def test_backticks_in_fence_info_detector():
+    assert backticks_in_fence_info("```{dropdown} Why `x` is 1\nbody\n```\n") == ["```{dropdown} Why `x` is 1"]
+    assert backticks_in_fence_info("```{dropdown} Why x is 1\nA `code` span\n```\n") == []
+    assert backticks_in_fence_info(":::{dropdown} Why `x` is 1\nbody\n:::\n") == []
+
+
+@pytest.mark.parametrize("name", DOCS_WITH_SOURCE)
+def test_no_backtick_in_a_fence_title(name):
+    hits = [f for source in markdown_sources(name) for f in backticks_in_fence_info(source)]
+    assert not hits, f"{name}: {hits}: a backtick in a ``` fence's title keeps the fence from opening (use :::)"
+
+
 @pytest.mark.parametrize("name", DOCS_WITH_SOURCE)
 def test_markdown_has_no_bare_angle_bracket_words(name):
     sources = markdown_sources(name)
