@@ -77,6 +77,21 @@ def test_cache_growth_frames(model):
     assert fig.frames[2].layout.shapes[0].x0 == 2.5  # the column written at step 2 (position 3) is outlined
 
 
+def test_cache_growth_frames_keep_colour_bar(model):
+    """A frame changes the heatmap's z and customdata only: a frame that carried the trace's colour bar
+    again (title, len, y) would replace the one the page placed (in pixels) and collapse it after frame 1."""
+    fig = cache_growth(model, tinytf.encode("hi"), 3)
+    bar = fig.data[0].colorbar
+    assert bar.title.text == "written<br>at step" and bar.len == 0.55
+    zmin, zmax = fig.data[0].zmin, fig.data[0].zmax
+    for frame in fig.frames:
+        heat = frame.data[0].to_plotly_json()
+        assert set(heat) == {"type", "z", "customdata"}, set(heat)
+        assert "coloraxis" not in frame.layout.to_plotly_json()
+        assert max(v for row in heat["z"] for v in row if v is not None) <= zmax
+        assert min(v for row in heat["z"] for v in row if v is not None) >= zmin
+
+
 def test_cache_growth_bad_input(model):
     with pytest.raises(tinytf.TinyTFInputError):
         cache_snapshots(model, tinytf.encode("hi"), -1)

@@ -137,12 +137,17 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
                                         "KV cache size after each step (KiB, from KVCache.nbytes())"))
     for j, tr in enumerate(traces(0)):
         fig.add_trace(tr, row=j + 1, col=1)
-    fig.frames = [go.Frame(name=str(k), data=traces(k), traces=[0, 1],
+    # a frame changes only what a step changes: the heatmap's z and customdata (its colour bar, set once
+    # on the figure's trace and placed by the page, stays as it is) and the bytes line
+    fig.frames = [go.Frame(name=str(k), traces=[0, 1],
+                           data=[go.Heatmap(z=heat.z, customdata=heat.customdata), mem],
                            layout=dict(shapes=shapes(k), title=dict(text=title(k))))
-                  for k in range(len(snaps))]
+                  for k, (heat, mem) in ((k, traces(k)) for k in range(len(snaps)))]
     fig.update_layout(template="plotly_white", font=FONT, height=560, showlegend=False, shapes=shapes(0),
-                      title=dict(text=title(0), font=dict(size=13)), **animation_controls([str(k) for k in range(len(snaps))], [f"{k + 1}/{len(snaps)}" for k in range(len(snaps))], 700,
-                                         "frame ", buttons=dict(y=-0.1)),
+                      title=dict(text=title(0), font=dict(size=13)),
+                      **animation_controls([str(k) for k in range(len(snaps))],
+                                           [f"{k + 1}/{len(snaps)}" for k in range(len(snaps))], 700,
+                                           "frame ", buttons=dict(y=-0.1)),
                       margin=dict(l=80, r=20, t=80, b=110))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     fig.update_xaxes(title="generation step", range=[-0.5, steps[-1] + 0.5], dtick=1, row=2, col=1)
