@@ -85,6 +85,28 @@ def test_swap_animation_counts_parameters_and_gaps():
         swap_animation([])
 
 
+def test_swap_animation_axis_ranges_cover_every_frame():
+    """Plotly's animate keeps the axis ranges of the first frame: each axis has a fixed range (no
+    autorange) that holds every frame's bars, so the last frame's seven rows of differences all show."""
+    cfg = tinytf.config_2017()
+    steps = [("2017", cfg), ("pre-norm", cfg.replace(norm_position="pre")),
+             ("RMSNorm", cfg.replace(norm_position="pre", norm="rms")),
+             ("no biases", cfg.replace(norm_position="pre", norm="rms", bias=False))]
+    fig = swap_animation(steps)
+    lay = fig.layout
+    for ax in (lay.xaxis, lay.yaxis2, lay.xaxis2):
+        assert ax.autorange in (None, False) and ax.range is not None
+    rows = list(lay.yaxis2.categoryarray)
+    assert rows == [name for name, _ in steps]
+    low, high = sorted(lay.yaxis2.range)
+    for frame in fig.frames:
+        params, gaps = frame.data
+        assert all(0 <= x <= max(lay.xaxis.range) for x in params.x)
+        assert all(low < rows.index(y) < high for y in gaps.y)  # every row of this frame is inside the axis
+        assert all(0 <= x < max(lay.xaxis2.range) for x in gaps.x)
+    assert list(fig.frames[-1].data[1].y) == rows
+
+
 def test_animated_figures_in_the_book():
     """At least six animated figures across the chapters (the stepper, the KV cache, and one more
     in each of chapters 1, 2, 5 and 9)."""

@@ -243,7 +243,7 @@ def swap_animation(steps, frame_ms: int = 1400):
 
     frames = [dict(name=names[k], data=traces(k), layout=dict(title=dict(text=_title(
         f"Swap {k}: {labels[k]} — {counts[k]['total']:,} parameters per block",
-        "left: one block's parameters by part; right: differences from the Llama-3-style recipe"))))
+        "first panel: one block's parameters by part; second panel: differences from the Llama-3-style recipe"))))
               for k in range(len(steps))]
     layout = dict(
         font=FONT, height=430, showlegend=False, margin=dict(l=80, r=40, t=100, b=150), plot_bgcolor="white",
@@ -253,8 +253,10 @@ def swap_animation(steps, frame_ms: int = 1400):
                    autorange="reversed", fixedrange=True),
         xaxis2=dict(domain=[0.7, 1], anchor="y2", range=[0, max(gaps) * 1.3 + 0.5], title=dict(text="differences from the recipe"),
                     fixedrange=True, dtick=1),
+        # a fixed range over every step's row, first step at the top: frame k draws only k + 1 bars, and
+        # with autorange plotly would size the axis for frame 0's single bar and keep it in later frames
         yaxis2=dict(domain=[0, 1], anchor="x2", type="category", categoryorder="array", categoryarray=labels,
-                    autorange="reversed", fixedrange=True, range=[len(labels) - 0.5, -0.5]),
+                    autorange=False, fixedrange=True, range=[len(labels) - 0.5, -0.5]),
         **animation_controls(names, [f"{k}" for k in range(len(steps))], frame_ms, "swap "),
     )
     return make_figure(frames[0]["data"], layout, frames)
