@@ -189,8 +189,9 @@ def model_diagram(n_layers: int = 2, title: str | None = None, shapes: bool = Fa
     _bracket(fig, 0.0, steps, 2, 1 + shown, f"× {n_layers}<br>same shape<br>in and out", offset=2.2)
     if shapes:  # the arrows that carry the stream: embedding → blocks → final norm → LM head
         for a, b in zip(steps[1:-2], steps[2:-1]):
+            # 14 px: a phone-width page scales this 520-px figure by about 2/3, and 11 px became hard to read
             fig.add_annotation(x=0.12, y=(_top(a) + _bottom(b)) / 2, text="[B, T, C]", showarrow=False,
-                               xanchor="left", font=dict(size=11, color="#555"))
+                               xanchor="left", font=dict(size=14, color="#555"))
     return fig
 
 
