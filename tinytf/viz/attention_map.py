@@ -92,16 +92,8 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     wname, mname = attention_names(t.trace, layer, kind)
     w = bnd.source(t.trace, wname)[t.batch]  # [H, T, S]; values read from the trace are Bound (value + recipe)
     H, T, S = w.shape
-    if mname:
-        masked = bnd.op("isneginf", bnd.source(t.trace, mname)[t.batch])
-    else:
-        masked = bnd.Bound(np.zeros(w.shape, dtype=bool), ["isneginf", ["index", ["out", wname], [t.batch]]])
-    if kind == "encoder":  # the encoder reads the source: queries and keys are source positions
-        qlab = klab = axis_labels(t.source_labels or t.labels, T)
-    elif kind == "cross":
-        qlab, klab = axis_labels(t.labels, T), axis_labels(t.source_labels, S)
-    else:
-        qlab = klab = bnd.token_axis_labels(t.labels, T)
+    masked = _masked(t, wname, mname, w.shape)
+    qlab, klab = _query_key_labels(t, kind, T, S)
     panels = _choose_panels(w, masked, heads, H)
     outline = _outline_cells(outline, T, S)
     n = len(panels)
@@ -163,6 +155,24 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     if shapes:
         layout["shapes"] = shapes
     return make_figure(data, layout)
+
+
+def _masked(t, wname: str, mname, shape):
+    """Which cells the mask hid (its -inf scores), as a Bound; all False for an unmasked attention."""
+    if mname:
+        return bnd.op("isneginf", bnd.source(t.trace, mname)[t.batch])
+    return bnd.Bound(np.zeros(shape, dtype=bool), ["isneginf", ["index", ["out", wname], [t.batch]]])
+
+
+def _query_key_labels(t, kind: str, T: int, S: int):
+    """The row (query) and column (key) labels of the map."""
+    if kind == "encoder":  # the encoder reads the source: queries and keys are source positions
+        lab = axis_labels(t.source_labels or t.labels, T)
+        return lab, lab
+    if kind == "cross":
+        return axis_labels(t.labels, T), axis_labels(t.source_labels, S)
+    lab = bnd.token_axis_labels(t.labels, T)
+    return lab, lab
 
 
 def _outline_cells(outline, T: int, S: int) -> list:
