@@ -17,6 +17,17 @@ def test_format_lr_sweep_rows_and_digits():
     assert lines[4].split() == ["0.03", "plain", "3,500", "230", "3.19", "3.10"]
 
 
+def test_seed_span_gives_lowest_to_highest_at_two_digits():
+    import pytest
+
+    from tinytf.errors import TinyTFInputError
+    assert frontier.seed_span([3897.1, 3412.7, 3500.0]) == "3,400 to 3,900"
+    assert frontier.seed_span([0.134, 0.12]) == "0.12 to 0.13"
+    assert frontier.seed_span([4.0]) == "4.0 to 4.0"  # zeros kept
+    with pytest.raises(TinyTFInputError):
+        frontier.seed_span([])
+
+
 def test_recorded_sweep_is_complete():
     sweep = frontier.load_lr_sweep()
     s = sweep["settings"]

@@ -51,11 +51,15 @@ def test_sliding_window_figure_draws_the_masks_and_the_measured_reach():
     ids = tinytf.encode("abcdefghij")
     masks = fv.window_masks(model, ids)
     reach = frontier_lab.gradient_reach(model, ids)
-    for i in range(3):
-        assert np.array_equal(_z(fig.data[i]), masks[i].astype(float))
+    # one panel per run of layers with the same mask: blocks 0-1 (local, the same mask), block 2 (global)
+    assert [a.text for a in fig.layout.annotations] == ["blocks 0–1: local (window 3)", "block 2: global",
+                                                        "reached after each block"]
+    assert np.array_equal(masks[0], masks[1]) and not np.array_equal(masks[1], masks[2])
+    for panel, layer in enumerate((0, 2)):
+        assert np.array_equal(_z(fig.data[panel]), masks[layer].astype(float))
     assert len(fig.frames) == 10 and [f.name for f in fig.frames] == [str(q) for q in range(10)]
     for q, frame in enumerate(fig.frames):
-        assert frame.traces == (3,)
+        assert frame.traces == (2,)
         assert np.array_equal(_z(frame.data[0]), reach[:, q, :].astype(float))
         assert f"reached by {int(reach[-1, q].sum())} of the {q + 1} positions" in frame.layout.title.text
         rect = frame.layout.shapes[0]
@@ -181,7 +185,7 @@ def test_sliding_window_figure_opens_on_the_last_query():
     fig = fv.sliding_window_figure(LOCAL_GLOBAL, 10)
     assert fig.layout.sliders[0].active == 9
     assert fig.layout.title.text == fig.frames[9].layout.title.text and "query position 9" in fig.layout.title.text
-    assert np.array_equal(_z(fig.data[3]), _z(fig.frames[9].data[0]))  # the reach panel shows query 9
+    assert np.array_equal(_z(fig.data[2]), _z(fig.frames[9].data[0]))  # the reach panel shows query 9
     first = fv.sliding_window_figure(LOCAL_GLOBAL, 10, start=0)
     assert first.layout.sliders[0].active == 0 and "query position 0" in first.layout.title.text
     with pytest.raises(TinyTFInputError):

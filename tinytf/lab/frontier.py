@@ -176,6 +176,16 @@ def attention_parameter_split(cfg: TinyConfig) -> dict:
     return split
 
 
+def seed_span(values) -> str:
+    """Lowest to highest of ``values`` (one per seed), each to two significant digits with thousands grouped:
+    [3412.7, 3897.1] -> '3,400 to 3,900'; the QK-norm sweep of chapter 11 prints its largest logits this way."""
+    values = list(values)
+    if not values:
+        raise TinyTFInputError("seed_span: no values")
+    low, high = (two_digits(x, keep_zeros=True, grouping=True) for x in (min(values), max(values)))
+    return f"{low} to {high}"
+
+
 def format_lr_sweep(sweep: dict) -> str:
     """Plain text, one row per (learning rate, variant) of ``sweep`` (``load_lr_sweep``): per seed, the largest
     absolute attention logit at the last step (two significant digits) and the mean of the last ten recorded batch

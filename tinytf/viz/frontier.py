@@ -72,11 +72,28 @@ def window_masks(model, ids) -> list:
     return out
 
 
+def _mask_groups(masks) -> list:
+    """Runs of consecutive layers with the same mask, as lists of layer indices: one panel each."""
+    groups = []
+    for i, m in enumerate(masks):
+        if groups and np.array_equal(masks[groups[-1][0]], m):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def _blocks(group) -> str:
+    return f"block {group[0]}" if len(group) == 1 else f"blocks {group[0]}–{group[-1]}"
+
+
 def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms: int = 900, start: int = -1):
-    """Animated over query positions: each layer's mask (read from the trace; the current query's row outlined)
-    and, on the right, which input positions have reached that query after each layer (autograd).
-    ``model_or_cfg``: a TinyTransformer, or a TinyConfig (a model is built with seed 0). The figure opens on
-    query ``start`` (default -1: the last query, the one a window cuts off from the far past); Play runs from 0."""
+    """Animated over query positions: the masks (read from the trace; the current query's row outlined), one
+    panel for each run of consecutive layers with the same mask (three local layers make one panel, so the
+    figure stays short on a phone), and on the right which input positions have reached that query after each
+    layer (autograd). ``model_or_cfg``: a TinyTransformer, or a TinyConfig (a model is built with seed 0). The
+    figure opens on query ``start`` (default -1: the last query, the one a window cuts off from the far past);
+    Play runs from 0."""
     model, ids = _model_and_ids(model_or_cfg, T, ids)
     cfg = model.config
     masks = window_masks(model, ids)
@@ -86,17 +103,19 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
         raise TinyTFInputError(f"start: expected a query position in 0..{T - 1} (or from the end), got {start!r}")
     start %= T
     labels = [f"{p}: {t}" for p, t in enumerate(token_labels(ids))]
-    kinds = [cfg.layer_type(i) for i in range(L)]
-    titles = [f"block {i}: {k}" + (f" (window {cfg.sliding_window.size})" if k == "local" else "")
-              for i, k in enumerate(kinds)] + ["reached after each block"]
-    fig = make_subplots(rows=1, cols=L + 1, subplot_titles=titles, horizontal_spacing=0.04,
-                        column_widths=[1.0] * L + [1.15])
+    groups = _mask_groups(masks)
+    G = len(groups)
+    kinds = [cfg.layer_type(g[0]) for g in groups]
+    titles = [f"{_blocks(g)}: {k}" + (f" (window {cfg.sliding_window.size})" if k == "local" else "")
+              for g, k in zip(groups, kinds)] + ["reached after each block"]
+    fig = make_subplots(rows=1, cols=G + 1, subplot_titles=titles, horizontal_spacing=0.06,
+                        column_widths=[1.0] * G + [1.15])
     scale = [[0, "white"], [1, OKABE_ITO[0]]]
-    for i, m in enumerate(masks):
-        fig.add_trace(go.Heatmap(z=m.astype(int), x=list(range(T)), y=list(range(T)), colorscale=scale, zmin=0,
-                                 zmax=1, showscale=False, xgap=1, ygap=1, name=f"block {i} mask",
-                                 hovertemplate=f"block {i}: query %{{y}} reads key %{{x}}: %{{z}}<extra></extra>"),
-                      row=1, col=i + 1)
+    for j, g in enumerate(groups):
+        fig.add_trace(go.Heatmap(z=masks[g[0]].astype(int), x=list(range(T)), y=list(range(T)), colorscale=scale,
+                                 zmin=0, zmax=1, showscale=False, xgap=1, ygap=1, name=f"{_blocks(g)} mask",
+                                 hovertemplate=f"{_blocks(g)}: query %{{y}} reads key %{{x}}: %{{z}}<extra></extra>"),
+                      row=1, col=j + 1)
     reach_scale = [[0, "white"], [1, OKABE_ITO[2]]]
 
     def reach_trace(q):
@@ -104,38 +123,40 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
                           colorscale=reach_scale, zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
                           name="reach", hovertemplate="%{y}: input %{x} reaches the query: %{z}<extra></extra>")
 
-    fig.add_trace(reach_trace(start), row=1, col=L + 1)
+    fig.add_trace(reach_trace(start), row=1, col=G + 1)
 
     def shapes(q):
         out = []
-        for i in range(L):
-            ax = "" if i == 0 else str(i + 1)
+        for j in range(G):
+            ax = "" if j == 0 else str(j + 1)
             out.append(dict(type="rect", xref=f"x{ax}", yref=f"y{ax}", x0=-0.5, x1=T - 0.5, y0=q - 0.5, y1=q + 0.5,
                             line=dict(color=OKABE_ITO[5], width=2.5)))
-        ax = str(L + 1)
+        ax = str(G + 1)
         out.append(dict(type="rect", xref=f"x{ax}", yref=f"y{ax}", x0=q - 0.5, x1=q + 0.5, y0=-0.5, y1=L - 0.5,
                         line=dict(color=OKABE_ITO[5], width=2.5)))
         return out
 
     def title(q):
-        reads = "; ".join(f"block {i} reads keys {int(np.flatnonzero(m[q]).min())}..{int(np.flatnonzero(m[q]).max())}"
-                          for i, m in enumerate(masks))
+        def keys(m):
+            return f"{int(np.flatnonzero(m[q]).min())}..{int(np.flatnonzero(m[q]).max())}"
+        reads = "; ".join(f"{_blocks(g)} read{'s' if len(g) == 1 else ''} keys {keys(masks[g[0]])}"
+                          for g in groups)
         return (f"query position {q} ({labels[q]}): {reads}<br>after block {L - 1} it has been reached by "
                 f"{int(reach[-1, q].sum())} of the {q + 1} positions 0..{q}")
 
     names = [str(q) for q in range(T)]
-    fig.frames = [go.Frame(name=n, data=[reach_trace(q)], traces=[L], layout=dict(shapes=shapes(q),
+    fig.frames = [go.Frame(name=n, data=[reach_trace(q)], traces=[G], layout=dict(shapes=shapes(q),
                                                                                   title=dict(text=title(q))))
                   for q, n in zip(range(T), names)]
-    fig.update_layout(template="plotly_white", font=FONT, height=440, shapes=shapes(start),
+    fig.update_layout(template="plotly_white", font=FONT, height=400, shapes=shapes(start),
                       title=dict(text=title(start), font=dict(size=13), x=0.01, xanchor="left"),
                       margin=dict(l=50, r=20, t=100, b=120), **_controls(names, names, "query position ", frame_ms))
     fig.layout.sliders[0].active = start  # the slider (and the book's controls) open on that query
-    for i in range(L):
-        fig.update_yaxes(autorange="reversed", title="query" if i == 0 else None, row=1, col=i + 1, dtick=2)
-        fig.update_xaxes(title="key", row=1, col=i + 1, dtick=2)
-    fig.update_yaxes(autorange="reversed", row=1, col=L + 1)
-    fig.update_xaxes(title="input position", row=1, col=L + 1, dtick=2)
+    for j in range(G):
+        fig.update_yaxes(autorange="reversed", title="query" if j == 0 else None, row=1, col=j + 1, dtick=2)
+        fig.update_xaxes(title="key", row=1, col=j + 1, dtick=2)
+    fig.update_yaxes(autorange="reversed", row=1, col=G + 1)
+    fig.update_xaxes(title="input position", row=1, col=G + 1, dtick=2)
     return fig
 
 
