@@ -90,3 +90,45 @@ def test_diagrams_are_deterministic_and_offline():
         assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
         html = mimebundle(make(), html=True)["text/html"]
         assert "cdn.plot.ly" not in html and "plotly-graph-div" in html
+
+
+def test_encoder_decoder_diagram_has_a_narrow_layout_with_the_same_words():
+    fig = diagram.encoder_decoder_diagram()
+    narrow = fig.layout.meta["tinytf"]["narrow"]
+    assert narrow["below"] == diagram.NARROW_BELOW and "template" not in narrow["figure"]["layout"]
+    L = narrow["figure"]["layout"]
+    assert L["width"] <= 400 < diagram.NARROW_BELOW <= fig.layout.width  # drawn for a phone, chosen below tablets
+    # every text is one of the wide figure's, named by its index there (so a translation of the wide one serves both)
+    wide = [a.text for a in fig.layout.annotations]  # the arrows too: annotations without text
+    assert [wide[i] for i in narrow["text_of"]] == [a["text"] for a in L["annotations"]]
+    assert sorted(a["text"] for a in L["annotations"]) == sorted(a.text for a in fig.layout.annotations)
+    boxes = [a for a in L["annotations"] if a["text"] not in ("", "+", "× N")]
+    assert min(a["font"]["size"] for a in boxes) >= 13  # larger than the wide figure's 12
+    # one stack above the other: the decoder's every row above the encoder's
+    y = {a["text"]: a["y"] for a in L["annotations"]}
+    assert y["target ids"] > y["final RMSNorm<br>= memory [B, S, C]"] and y["LM head<br>→ logits [B, T, V]"] == max(y.values())
+
+
+def test_the_figure_core_draws_the_narrow_layout_below_its_width():
+    """tinytf/viz/figure_core.js's adapt (run in node by tests/js/adapt_runner.js), at phone and wide widths."""
+    from conftest import require
+
+    require("node")
+    import subprocess
+    from pathlib import Path
+
+    from tinytf.viz.render import figure_dict
+
+    root = Path(__file__).resolve().parents[2]
+    spec = figure_dict(diagram.encoder_decoder_diagram())
+    spec["layout"]["annotations"][0]["text"] = "translated"  # as another edition's catalogue would
+    job = {"core": str(root / "tinytf" / "viz" / "figure_core.js"), "spec": spec,
+           "widths": [343, diagram.NARROW_BELOW - 1, diagram.NARROW_BELOW, 688]}
+    out = subprocess.run(["node", str(root / "tests" / "js" / "adapt_runner.js")], input=json.dumps(job),
+                         capture_output=True, text=True, check=True)
+    phone, below, at, wide = json.loads(out.stdout)
+    narrow_width = spec["layout"]["meta"]["tinytf"]["narrow"]["figure"]["layout"]["width"]
+    assert phone["width"] == below["width"] == narrow_width and at["width"] == wide["width"] == 760
+    assert phone["height"] > wide["height"] and phone["template"]  # taller, with the wide figure's template
+    assert "translated" in phone["annotations"] and "source ids" not in phone["annotations"]
+    assert sorted(phone["annotations"]) == sorted(wide["annotations"])

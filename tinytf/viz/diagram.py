@@ -195,34 +195,62 @@ def model_diagram(n_layers: int = 2, title: str | None = None, shapes: bool = Fa
     return fig
 
 
-def encoder_decoder_diagram(norm_position: str = "pre", title: str | None = None) -> go.Figure:
-    """The encoder-decoder: a bidirectional encoder stack whose output (the memory) feeds the cross-attention
-    of every decoder block."""
+def _encdec_stacks(norm_position: str):
+    """The encoder's and the decoder's steps, bottom to top, and their residual additions."""
     norm = "RMSNorm" if norm_position == "pre" else "LayerNorm"
     ffn = "FFN"
     enc, enc_res = _block_steps(norm_position, norm, "self-attention (no mask)", ffn)
     dec, dec_res = _block_steps(norm_position, norm, "masked self-attention", ffn, cross=True)
-    enc[0].label, enc[-1].label = "source stream", "encoder block out"
-    dec[0].label, dec[-1].label = "target stream", "decoder block out"
     encoder = [Step("source ids", "io"), Step("embedding", "embed")] + enc[1:-1] + \
         [Step(f"final {norm}<br>= memory [B, S, C]", "norm")]
     decoder = [Step("target ids", "io"), Step("embedding", "embed")] + dec[1:-1] + \
         [Step(f"final {norm}", "norm"), Step("LM head<br>→ logits [B, T, V]", "embed")]
-    n = len(decoder)
-    fig = _figure(title or "The encoder–decoder: cross-attention joins the two stacks",
-                  (-3.2, 9.4), (-0.6, n - 0.4), height=90 + 60 * n, width=760)
-    xe, xd = 0.0, 6.2
-    _column(fig, xe, encoder)
-    _column(fig, xd, decoder)
+    return encoder, enc_res, decoder, dec_res
+
+
+# below this width (px) the book draws the narrow layout: the wide one, scaled to a phone, had 5-px text
+NARROW_BELOW = 600
+
+
+def encoder_decoder_diagram(norm_position: str = "pre", title: str | None = None) -> go.Figure:
+    """The encoder-decoder: a bidirectional encoder stack whose output (the memory) feeds the cross-attention
+    of every decoder block.
+
+    The figure carries a second layout for narrow screens in ``layout.meta.tinytf.narrow`` (the book's figure
+    core draws it below ``NARROW_BELOW`` px): the decoder stacked above the encoder, with larger text."""
+    title = title or "The encoder–decoder: cross-attention joins the two stacks"
+    fig = _encdec_wide(norm_position, title)
+    narrow = _encdec_narrow(norm_position, title).to_plotly_json()
+    del narrow["layout"]["template"]  # the same as the wide figure's, which the figure core lends it
+    # each text of the narrow layout is one of the wide layout's: the figure core takes it from there, so that
+    # another edition's translation of the wide figure (which does not look inside layout.meta) serves both
+    wide = [a.text for a in fig.layout.annotations]
+    text_of = [wide.index(a["text"]) for a in narrow["layout"]["annotations"]]
+    fig.update_layout(meta=dict(tinytf=dict(narrow=dict(below=NARROW_BELOW, figure=narrow, text_of=text_of))))
+    return fig
+
+
+def _encdec_joins(fig, encoder, enc_res, xe, decoder, dec_res, xd, bracket_offset):
+    """The residual paths and the '× N' brackets of both stacks; the memory box and the cross-attention box."""
     shift = 1  # the embedding step takes the place of the block's input stream
     for start, add in enc_res:
         _residual(fig, xe, encoder, start + shift, add + shift)
     for start, add in dec_res:
         _residual(fig, xd, decoder, start + shift, add + shift)
-    _bracket(fig, xe, encoder, 2, len(encoder) - 2, "× N", offset=1.5)
-    _bracket(fig, xd, decoder, 2, len(decoder) - 3, "× N", offset=1.5)
-    memory = encoder[-1]
-    cross = next(s for s in decoder if s.kind == "cross")
+    _bracket(fig, xe, encoder, 2, len(encoder) - 2, "× N", offset=bracket_offset)
+    _bracket(fig, xd, decoder, 2, len(decoder) - 3, "× N", offset=bracket_offset)
+    return encoder[-1], next(s for s in decoder if s.kind == "cross")
+
+
+def _encdec_wide(norm_position: str, title: str) -> go.Figure:
+    """The two stacks side by side, encoder on the left (760 px)."""
+    encoder, enc_res, decoder, dec_res = _encdec_stacks(norm_position)
+    n = len(decoder)
+    fig = _figure(title, (-3.2, 9.4), (-0.6, n - 0.4), height=90 + 60 * n, width=760)
+    xe, xd = 0.0, 6.2
+    _column(fig, xe, encoder)
+    _column(fig, xd, decoder)
+    memory, cross = _encdec_joins(fig, encoder, enc_res, xe, decoder, dec_res, xd, 1.5)
     fig.add_shape(type="path", path=f"M {xe + BOX_W / 2},{memory.y} L {xe + 2.3},{memory.y} L {xe + 2.3},{cross.y}",
                   line=dict(color="#6c3fb5", width=2))
     _arrow(fig, xe + 2.3, cross.y, xd - BOX_W / 2, cross.y, color="#6c3fb5")
@@ -230,4 +258,34 @@ def encoder_decoder_diagram(norm_position: str = "pre", title: str | None = None
                        showarrow=False, xanchor="left", font=dict(size=11, color="#6c3fb5"))
     fig.add_annotation(x=xe, y=n - 0.55, text="<b>encoder</b>", showarrow=False, font=dict(size=13))
     fig.add_annotation(x=xd, y=n - 0.55, text="<b>decoder</b>", showarrow=False, font=dict(size=13))
+    return fig
+
+
+def _encdec_narrow(norm_position: str, title: str) -> go.Figure:
+    """The decoder stacked above the encoder, for a phone (360 px, text of 13 px): the memory's path runs up
+    the right-hand side to the cross-attention, and each stack is named on the left of its input ids."""
+    encoder, enc_res, decoder, dec_res = _encdec_stacks(norm_position)
+    width, step, gap, size = 2.8, 0.9, 1.2, 13  # box width, row pitch, room between the stacks, text size
+    y_dec = len(encoder) * step + gap  # the decoder's first row
+    top = y_dec + (len(decoder) - 1) * step + 0.5
+    unit = 65  # px per unit: 360 px across the x range below, less the margins
+    fig = _figure(title, (-2.45, 2.75), (-0.5, top), height=70 + round(unit * (top + 0.5)), width=360)
+    for column, y0 in ((encoder, 0.0), (decoder, y_dec)):
+        for i, s in enumerate(column):
+            s.y = y0 + i * step
+            _box(fig, 0.0, s, width)
+            if s.kind != "add":  # text of 13 px in place of _box's 12 (the whole figure is scaled on a phone)
+                fig.layout.annotations[-1].font.size = size
+        for a, b in zip(column, column[1:]):
+            _arrow(fig, 0.0, _top(a), 0.0, _bottom(b))
+    memory, cross = _encdec_joins(fig, encoder, enc_res, 0.0, decoder, dec_res, 0.0, 1.6)
+    xm = 2.55  # the memory's path, right of the brackets
+    fig.add_shape(type="path", path=f"M {width / 2},{memory.y} L {xm},{memory.y} L {xm},{cross.y}",
+                  line=dict(color="#6c3fb5", width=2))
+    _arrow(fig, xm, cross.y, width / 2, cross.y, color="#6c3fb5")
+    fig.add_annotation(x=0.0, y=(_top(memory) + _bottom(decoder[0])) / 2, text="memory → K, V<br>of every decoder block",
+                       showarrow=False, font=dict(size=size, color="#6c3fb5"))
+    for name, first in (("encoder", encoder[0]), ("decoder", decoder[0])):
+        fig.add_annotation(x=-width / 2 - 0.05, y=first.y, text=f"<b>{name}</b>", showarrow=False, xanchor="right",
+                           font=dict(size=size))
     return fig

@@ -571,8 +571,23 @@ var tinytfCore = (function () {
   // ------------------------------------------------------------------ the adapted figure
   function titleText(t) { return !t ? "" : (typeof t === "string" ? t : (t.text || "")); }
 
+  // layout.meta.tinytf.narrow = {below, figure, text_of}: a second drawing of the same figure for narrow screens
+  // (a diagram whose stacks stand side by side when wide and one above the other on a phone), drawn below
+  // `below` px. Its template and its words are the wide figure's: annotation i says what the wide figure's
+  // annotation text_of[i] says (so another edition's translation of the wide figure holds for both)
+  function variant(spec, width) {
+    var n = spec.layout && spec.layout.meta && spec.layout.meta.tinytf && spec.layout.meta.tinytf.narrow;
+    if (!n || !n.figure || width >= n.below) { return spec; }
+    var wide = spec.layout.annotations || [], of = n.text_of || [];
+    var L = Object.assign({ template: spec.layout.template }, n.figure.layout);
+    L.annotations = (L.annotations || []).map(function (a, i) {
+      return of[i] != null && wide[of[i]] ? Object.assign({}, a, { text: wide[of[i]].text }) : a;
+    });
+    return Object.assign({}, spec, { data: n.figure.data || [], layout: L });
+  }
+
   function adapt(spec, width, th) {
-    var f = JSON.parse(JSON.stringify(spec));
+    var f = JSON.parse(JSON.stringify(variant(spec, width)));
     var L = f.layout;
     delete L.title;
     (f.frames || []).forEach(function (fr) { if (fr.layout) { delete fr.layout.title; } });
