@@ -64,15 +64,21 @@ class _Canvas:
                 self.width = max(self.width, total)
             self.layouts.append(rows)
         self.n_rows = max(len(st.rows) for st in stages)
-        self.slots = [0] * self.n_rows  # traces reserved per row of panels (a stage's rows are centred)
+        # traces reserved per row of panels (a stage's rows sit at the bottom, just above the controls)
+        self.slots = [0] * self.n_rows
         for st in stages:
-            for r, row in enumerate(st.rows, start=(self.n_rows - len(st.rows)) // 2):
+            for r, row in enumerate(st.rows, start=self.first_row(len(st.rows))):
                 self.slots[r] = max(self.slots[r], len(row))
-        # vertical layout in paper coordinates: equal row heights, the rows of a stage centred
+        # vertical layout in paper coordinates: equal row heights, a stage's rows at the bottom
         self.top, bottom = 0.97, 0.02
         self.label_h = 0.09 if T <= 4 else 0.06
         self.row_h = (self.top - bottom - self.n_rows * self.label_h) / self.n_rows
-        self.mid = (self.n_rows - 1) // 2
+        self.diagram_row = self.n_rows - 1  # the position diagram sits beside the bottom row
+
+    def first_row(self, n: int) -> int:
+        """The canvas row where a stage of ``n`` rows of panels starts: the bottom ``n`` rows, so that the
+        drawing of every stage ends just above the slider and Play (plotly.animate cannot move subplots)."""
+        return self.n_rows - n
 
     def array(self, name):
         if name not in self.arrays:
@@ -160,7 +166,7 @@ def _stage_frame(cv: _Canvas, st, rows, k: int, n_stages: int, t, T: int, ylab) 
     """The animation frame of stage ``st`` (the k-th of n_stages): its traces, in fixed slots, and its layout."""
     fr = _Frame(cv.n_rows)
     axes_layout = {}
-    offset = (cv.n_rows - len(rows)) // 2  # a one-row stage sits in the middle row
+    offset = cv.first_row(len(rows))  # a one-row stage sits in the bottom row
     for r in range(cv.n_rows):
         axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=offset <= r < offset + len(rows))
     for r, row_layout in enumerate(rows, start=offset):
@@ -175,7 +181,7 @@ def _stage_frame(cv: _Canvas, st, rows, k: int, n_stages: int, t, T: int, ylab) 
         data.append(dict(type="scatter", **{k: bnd.op("concat", parts) if parts else []
                                             for k, parts in zip("xy", fr.mask_marks[r])}))
     data += _position_diagram(cv.trace, st, T, ylab, cv.b)
-    annotations = fr.annotations + _diagram_labels(cv.row_domain(cv.mid))
+    annotations = fr.annotations + _diagram_labels(cv.row_domain(cv.diagram_row))
     m = bnd.op("symrange", fr.signed_vals)
     subtitle = f"shape {outputs_shape(cv.trace, st.outputs)} · mixes positions? {MIXING_NOTES.get(st.key, '')}"
     title = f"<b>{k + 1}/{n_stages} · {st.title}</b><br><span style='font-size:12px'>{subtitle}</span>"
@@ -226,7 +232,7 @@ def _stepper_layout(cv: _Canvas, first: dict, T: int, ylab, fig_height: int, con
         xaxis=dict(domain=[0.14, 0.91], range=first["layout"]["xaxis"]["range"], showticklabels=False, showgrid=False,
                    zeroline=False, fixedrange=True, anchor="y"),
         xaxis2=dict(domain=[0.0, 0.1], range=[-0.4, 1.4], visible=False, fixedrange=True),
-        yaxis2=dict(anchor="x2", domain=cv.row_domain(cv.mid), range=[T - 0.5, -0.5], visible=False,
+        yaxis2=dict(anchor="x2", domain=cv.row_domain(cv.diagram_row), range=[T - 0.5, -0.5], visible=False,
                     fixedrange=True),
         coloraxis=dict(first["layout"]["coloraxis"], colorscale=DIVERGING,
                        colorbar=dict(title=dict(text="value", side="right"), x=0.92, xanchor="left", len=0.75,
@@ -270,7 +276,7 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
     first = frames[0]
     assert all(len(f["data"]) == len(consts) for f in frames)
     initial_data = [dict(c, **d) for c, d in zip(consts, first["data"])]
-    fig_height = height or int(BOTTOM + 150 + cv.n_rows * (T * 21 + 44))
+    fig_height = height or int(BOTTOM + 120 + cv.n_rows * (T * 18 + 36))
     plot_h = fig_height - 96 - BOTTOM
     layout = _stepper_layout(cv, first, T, ylab, fig_height, _controls(frame_ms, plot_h, stages))
     return make_figure(initial_data, layout, frames)
