@@ -99,3 +99,14 @@ def test_cache_growth_bad_input(model):
         cache_snapshots(tinytf.EncoderDecoder(tinytf.TinyConfig(d_model=32, n_heads=2)), tinytf.encode("hi"), 2)
     with pytest.raises(tinytf.TinyTFInputError):
         cache_snapshots(model, [], 2)
+
+
+def test_cache_growth_axis_names_only_the_prompt(model):
+    """The axis names the prompt's tokens; generated positions carry their number only, so frame 1 does not
+    show the tokens still to come (the frame that writes a token names it in its title)."""
+    prompt = tinytf.encode("hi")
+    snaps = cache_snapshots(model, prompt, 3)
+    fig = cache_growth(model, prompt, snapshots=snaps)
+    assert list(fig.data[0].x) == ["0: h", "1: i", "2", "3", "4"]
+    assert fig.layout.xaxis.type == "category"
+    assert "new token" in fig.frames[1].layout.title.text and "position 2" in fig.frames[1].layout.title.text

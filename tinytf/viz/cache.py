@@ -6,7 +6,8 @@ every step (``on_step``): the positions fed, the token picked, which positions e
 vector (L2 norm, averaged over the K/V heads): K and V for full, grouped and sliding-window layers, the
 latent and the RoPE key part for MLA. ``cache_growth`` draws them:
 
-* top: two rows per layer (K and V, or MLA's latent and k_rope), one column per position; a cell is drawn
+* top: two rows per layer (K and V, or MLA's latent and k_rope), one column per position (the axis names
+  the prompt's tokens; a generated token is named in the title of the frame that writes it); a cell is drawn
   while the cache holds that position (a sliding-window layer drops old ones), coloured by the step that
   wrote it (hover: the step and the vector's size), and the columns written in the current step are outlined;
 * bottom: the bytes the cache holds after each step (measured with ``nbytes()``).
@@ -92,8 +93,10 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
         raise TinyTFInputError("cache_growth: no snapshots to draw")
     n_layers = len(snaps[0]["held"])
     width = snaps[-1]["positions"][-1] + 1
-    all_tokens = {p: t for s in snaps for p, t in zip(s["positions"], s["fed"])}
-    labels = [f"{p}: {t}" for p, t in enumerate(token_labels([all_tokens[p] for p in range(width)]))]
+    # the axis names the prompt's tokens only: a generated token shows in the title of the frame that
+    # writes it, so the first frames do not give away the tokens still to come
+    prompt_tokens = dict(zip(snaps[0]["positions"], token_labels(snaps[0]["fed"])))
+    labels = [f"{p}: {prompt_tokens[p]}" if p in prompt_tokens else str(p) for p in range(width)]
     rows = [f"block {i} {part}" for i in range(n_layers) for part in snaps[0]["parts"]]
     steps = [s["step"] for s in snaps]
     kib = [s["nbytes"] / 1024 for s in snaps]
@@ -150,6 +153,7 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
                                            "frame ", buttons=dict(y=-0.1)),
                       margin=dict(l=80, r=20, t=80, b=110))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
+    fig.update_xaxes(type="category", row=1, col=1)  # labels such as "10" stay names, not numbers
     fig.update_xaxes(title="generation step", range=[-0.5, steps[-1] + 0.5], dtick=1, row=2, col=1)
     fig.update_yaxes(title="KiB", range=[0, max(kib) * 1.1], row=2, col=1)
     return fig
