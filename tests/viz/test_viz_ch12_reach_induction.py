@@ -80,3 +80,16 @@ def test_head_scores_figure_rejects_bad_input():
         head_scores_figure([_table(0.6), _table(0.6)[::-1]])
     with pytest.raises(TinyTFInputError, match="scores"):
         head_scores_figure([[{"layer": 0, "head": 0, "previous": 0.5}]])
+
+
+def test_reach_figure_draws_the_share_standard_errors_as_bars():
+    fig = reach_figure([1, 2, 127], [0.73, 0.59, 0.01], [2.45, 1.17, 0.0], top_changes_se=[0.03, 0.03, 0.006])
+    assert list(fig.data[0].error_y.array) == [0.03, 0.03, 0.006]
+    assert fig.data[1].error_y.array is None  # the median change carries no bars
+    with pytest.raises(TinyTFInputError, match="top_changes_se"):
+        reach_figure([1, 2], [0.5, 0.4], [0.1, 0.2], top_changes_se=[0.01])
+
+
+def test_head_scores_figure_labels_every_head():
+    fig = head_scores_figure([_table(0.6), _table(0.8)])
+    assert fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickmode == "linear"

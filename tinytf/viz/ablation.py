@@ -110,11 +110,12 @@ def lens_figure(readings: dict, baselines: dict | None = None) -> go.Figure:
     return fig
 
 
-def reach_figure(distances, top_changes, top_byte_change) -> go.Figure:
+def reach_figure(distances, top_changes, top_byte_change, top_changes_se=None) -> go.Figure:
     """How far back a changed byte still moves the last position's prediction, against the distance (log x).
     ``distances``: the distances measured (ints >= 1); ``top_changes``: for each, the share of windows whose top
     guess changed (0..1); ``top_byte_change``: for each, the median change of the original top byte's
-    log2-probability, in bits. Drawn as given, two panels sharing the x-axis."""
+    log2-probability, in bits; ``top_changes_se`` (optional): each share's standard error, drawn as ± error bars.
+    Drawn as given, two panels sharing the x-axis."""
     rows = [list(distances), list(top_changes), list(top_byte_change)]
     if not rows[0] or len({len(r) for r in rows}) != 1:
         raise TinyTFInputError("reach_figure: distances, top_changes and top_byte_change must be non-empty lists "
@@ -123,7 +124,12 @@ def reach_figure(distances, top_changes, top_byte_change) -> go.Figure:
         raise TinyTFInputError(f"reach_figure: distances must be ints >= 1 (log axis), got {rows[0]}")
     if any(not 0 <= v <= 1 for v in rows[1]):
         raise TinyTFInputError(f"reach_figure: top_changes are shares between 0 and 1, got {rows[1]}")
+    if top_changes_se is not None and (len(top_changes_se) != len(rows[0]) or any(v < 0 for v in top_changes_se)):
+        raise TinyTFInputError("reach_figure: top_changes_se needs one standard error >= 0 per distance, got "
+                               f"{list(top_changes_se)}")
     d = rows[0]
+    bars = None if top_changes_se is None else dict(type="data", array=list(top_changes_se), color="#444444",
+                                                     thickness=1, width=3)
     ticks = []  # label only distances at least 1.5 times apart, so that neighbours such as 127 and 128 do not overlap
     for v in sorted(d, reverse=True):
         if not ticks or v * 1.5 <= ticks[-1]:
@@ -132,7 +138,7 @@ def reach_figure(distances, top_changes, top_byte_change) -> go.Figure:
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         subplot_titles=["top guess changes (share of windows)", "top byte: median change (bits)"])
     fig.add_trace(go.Scatter(x=d, y=rows[1], mode="lines+markers", name="top guess changes",
-                             line=dict(color=OKABE_ITO[0], width=2.2),
+                             line=dict(color=OKABE_ITO[0], width=2.2), error_y=bars,
                              hovertemplate="distance %{x}: top guess changes in %{y:.0%} of windows<extra></extra>"),
                   row=1, col=1)
     fig.add_trace(go.Scatter(x=d, y=rows[2], mode="lines+markers", name="top byte: median change",
@@ -209,13 +215,15 @@ def head_scores_figure(tables: list, patterns: dict | None = None, threshold: fl
                            "(passages %{customdata[0]:.2f} to %{customdata[1]:.2f})<extra></extra>")))
     fig.add_hline(y=threshold, line_dash="dot", line_color="#444444", annotation_text=f"{threshold:g}",
                   annotation_position="top left")
-    fig.update_xaxes(title="head (block.head)", type="category")
+    # every head labelled, even on a phone: one tick per head, turned upright, in a smaller font
+    fig.update_xaxes(title="head (block.head)", type="category", tickmode="linear", dtick=1, tickangle=-90,
+                     tickfont=dict(size=10))
     fig.update_yaxes(title="mean share of the head's weight", range=[0, 1], automargin=True)
     title = _title(f"Where each head of text-4l puts its weight, over {len(tables)} held-out passages",
                    f"look for: only a few bars pass {threshold:g}, all of them previous-byte; "
                    "the whiskers span the lowest to the highest passage")
     fig.update_layout(template="plotly_white", font=FONT, height=440, title=title, barmode="group", bargap=0.25,
-                      margin=dict(l=70, r=20, t=110, b=50), legend=dict(orientation="h", y=-0.22))
+                      margin=dict(l=70, r=20, t=110, b=50), legend=dict(orientation="h", y=-0.28))
     return fig
 
 
