@@ -93,7 +93,7 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("mean_ablated_block", 12, "mean_ablated_block(x, block, ffn_mean)", "[B, T, C]",
              "a pre-norm block whose FFN output is replaced by the vector ffn_mean [C] at every position: "
              "U = x + attn(norm1(x)); the residual add still happens"),
-    Exercise("logit_lens", 12, "logit_lens_at(model, ids, position)",
+    Exercise("logit_lens", 12, "logit_lens(model, ids, position)",
              "log-probabilities [n_layers + 1, V] of the byte after ids[position], one row per depth",
              "model.run_with_trace(ids); the streams are trace['blocks.0.resid_pre'] (depth 0) and "
              "trace[f'blocks.{i}.resid_post'] (depth i + 1); apply model.final_norm, then model.lm_head, "
