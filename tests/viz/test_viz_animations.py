@@ -77,7 +77,7 @@ def test_swap_animation_counts_parameters_and_gaps():
         assert list(frame.data[0].x) == [exact["attention"], exact["ffn"], exact["norms"]]
         assert f"{exact['total']:,}" in frame.layout.title.text
         assert f"Swap {k}: {name} " in frame.layout.title.text  # swap 0: the block before any swap
-    assert fig.layout.sliders[0].currentvalue.prefix == "swap "
+    assert [step.label for step in fig.layout.sliders[0].steps] == [name for name, _ in steps]
     from tinytf.review import review
 
     assert list(fig.frames[-1].data[1].x) == [len(review(c)) for _, c in steps]

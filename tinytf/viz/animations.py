@@ -257,6 +257,7 @@ def swap_animation(steps, frame_ms: int = 1400):
         # with autorange plotly would size the axis for frame 0's single bar and keep it in later frames
         yaxis2=dict(domain=[0, 1], anchor="x2", type="category", categoryorder="array", categoryarray=labels,
                     autorange=False, fixedrange=True, range=[len(labels) - 0.5, -0.5]),
-        **animation_controls(names, [f"{k}" for k in range(len(steps))], frame_ms, "swap "),
+        # each step labelled by its swap's name: the book's controls read "2 of 7: post-norm -> pre-norm"
+        **animation_controls(names, labels, frame_ms, "", slider=dict(font=dict(size=9), ticklen=4)),
     )
     return make_figure(frames[0]["data"], layout, frames)
