@@ -5,6 +5,7 @@ import torch
 import tinytf
 from tinytf import block_comparison as bc
 from tinytf.cache_memory import kv_cache_bytes
+from tinytf.tokens import token_labels
 from tinytf.viz.cache import cache_growth, cache_snapshots
 from tinytf.viz.training import loss_curves
 
@@ -78,12 +79,16 @@ def test_cache_growth_frames(model):
 
 
 def test_cache_growth_frames_keep_colour_bar(model):
-    """A frame changes the heatmap's z and customdata only: a frame that carried the trace's colour bar
-    again (title, len, y) would replace the one the page placed (in pixels) and collapse it after frame 1."""
+    """The colour scale is the layout's coloraxis, defined once for every frame; a frame changes the
+    heatmap's z and customdata only: a frame that carried the colour bar again (title, len, y) would
+    replace the one the page placed (in pixels) and collapse it after frame 1."""
     fig = cache_growth(model, tinytf.encode("hi"), 3)
-    bar = fig.data[0].colorbar
+    assert fig.data[0].coloraxis == "coloraxis"
+    axis = fig.layout.coloraxis
+    bar = axis.colorbar
     assert bar.title.text == "written<br>at step" and bar.len == 0.55
-    zmin, zmax = fig.data[0].zmin, fig.data[0].zmax
+    zmin, zmax = axis.cmin, axis.cmax
+    assert (zmin, zmax) == (0, 3)  # the steps 0 to 3
     for frame in fig.frames:
         heat = frame.data[0].to_plotly_json()
         assert set(heat) == {"type", "z", "customdata"}, set(heat)
@@ -101,12 +106,18 @@ def test_cache_growth_bad_input(model):
         cache_snapshots(model, [], 2)
 
 
-def test_cache_growth_axis_names_only_the_prompt(model):
-    """The axis names the prompt's tokens; generated positions carry their number only, so frame 1 does not
-    show the tokens still to come (the frame that writes a token names it in its title)."""
+def test_cache_growth_axis_names_each_token_once_written(model):
+    """The axis names the prompt's tokens from frame 1 on, and each generated token from the frame that
+    writes it on ("2: x"); before that its column carries its number only, so frame 1 does not show the
+    tokens still to come."""
     prompt = tinytf.encode("hi")
     snaps = cache_snapshots(model, prompt, 3)
     fig = cache_growth(model, prompt, snapshots=snaps)
-    assert list(fig.data[0].x) == ["0: h", "1: i", "2", "3", "4"]
-    assert fig.layout.xaxis.type == "category"
+    assert list(fig.data[0].x) == [0, 1, 2, 3, 4] and list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert list(fig.layout.xaxis.ticktext) == ["0: h", "1: i", "2", "3", "4"]
+    assert list(fig.frames[0].layout.xaxis.ticktext) == ["0: h", "1: i", "2", "3", "4"]
+    written = token_labels([s["fed"][0] for s in snaps[1:]])  # the tokens fed at steps 1 to 3
+    assert list(fig.frames[2].layout.xaxis.ticktext) == ["0: h", "1: i", f"2: {written[0]}",
+                                                          f"3: {written[1]}", "4"]
+    assert list(fig.frames[-1].layout.xaxis.ticktext)[-1] == f"4: {written[2]}"
     assert "new token" in fig.frames[1].layout.title.text and "position 2" in fig.frames[1].layout.title.text

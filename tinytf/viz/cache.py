@@ -7,7 +7,7 @@ vector (L2 norm, averaged over the K/V heads): K and V for full, grouped and sli
 latent and the RoPE key part for MLA. ``cache_growth`` draws them:
 
 * top: two rows per layer (K and V, or MLA's latent and k_rope), one column per position (the axis names
-  the prompt's tokens; a generated token is named in the title of the frame that writes it); a cell is drawn
+  each position's token from the frame that writes it on, as "10: h"; before, its number only); a cell is drawn
   while the cache holds that position (a sliding-window layer drops old ones), coloured by the step that
   wrote it (hover: the step and the vector's size), and the columns written in the current step are outlined;
 * bottom: the bytes the cache holds after each step (measured with ``nbytes()``).
@@ -93,10 +93,14 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
         raise TinyTFInputError("cache_growth: no snapshots to draw")
     n_layers = len(snaps[0]["held"])
     width = snaps[-1]["positions"][-1] + 1
-    # the axis names the prompt's tokens only: a generated token shows in the title of the frame that
-    # writes it, so the first frames do not give away the tokens still to come
-    prompt_tokens = dict(zip(snaps[0]["positions"], token_labels(snaps[0]["fed"])))
-    labels = [f"{p}: {prompt_tokens[p]}" if p in prompt_tokens else str(p) for p in range(width)]
+    # the axis names each position's token once a step has written it ("10: h"); a position still to
+    # come carries its number only, so the first frames do not give away the tokens still to come
+    token_at = {}  # position -> token label, after each step
+    written = []
+    for s in snaps:
+        token_at.update(zip(s["positions"], token_labels(s["fed"])))
+        written.append(dict(token_at))
+    labels = [[f"{p}: {seen[p]}" if p in seen else str(p) for p in range(width)] for seen in written]
     rows = [f"block {i} {part}" for i in range(n_layers) for part in snaps[0]["parts"]]
     steps = [s["step"] for s in snaps]
     kib = [s["nbytes"] / 1024 for s in snaps]
@@ -105,9 +109,8 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
     def traces(k):
         s = snaps[k]
         sizes = _grid(s, width)
-        heat = go.Heatmap(z=_written_at(snaps, k, width), customdata=sizes, x=labels, y=rows,
-                          colorscale=SEQUENTIAL, zmin=0, zmax=max(steps[-1], 1), xgap=2, ygap=2,
-                          colorbar=dict(title="written<br>at step", len=0.55, y=0.75),
+        heat = go.Heatmap(z=_written_at(snaps, k, width), customdata=sizes, x=list(range(width)), y=rows,
+                          coloraxis="coloraxis", xgap=2, ygap=2,
                           hovertemplate="%{y}, position %{x}<br>written at step %{z}"
                                         "<br>vector size %{customdata:.3f}<extra></extra>")
         mem = go.Scatter(x=steps[: k + 1], y=kib[: k + 1], mode="lines+markers", line=dict(color=OKABE_ITO[1]),
@@ -140,20 +143,27 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
                                         "KV cache size after each step (KiB, from KVCache.nbytes())"))
     for j, tr in enumerate(traces(0)):
         fig.add_trace(tr, row=j + 1, col=1)
-    # a frame changes only what a step changes: the heatmap's z and customdata (its colour bar, set once
-    # on the figure's trace and placed by the page, stays as it is) and the bytes line
+    # a frame changes only what a step changes: the heatmap's z and customdata (its colour bar, the
+    # layout's coloraxis set once and placed by the page, stays as it is), the bytes line and the axis
+    # labels (the token a step wrote joins its column's number)
     fig.frames = [go.Frame(name=str(k), traces=[0, 1],
                            data=[go.Heatmap(z=heat.z, customdata=heat.customdata), mem],
-                           layout=dict(shapes=shapes(k), title=dict(text=title(k))))
+                           layout=dict(shapes=shapes(k), title=dict(text=title(k)),
+                                       xaxis=dict(ticktext=labels[k])))
                   for k, (heat, mem) in ((k, traces(k)) for k in range(len(snaps)))]
     fig.update_layout(template="plotly_white", font=FONT, height=560, showlegend=False, shapes=shapes(0),
+                      # one colour scale for every frame: the step that wrote a cell, 0 to the last
+                      coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=max(steps[-1], 1),
+                                     colorbar=dict(title="written<br>at step", len=0.55, y=0.75)),
                       title=dict(text=title(0), font=dict(size=13)),
                       **animation_controls([str(k) for k in range(len(snaps))],
                                            [f"{k + 1}/{len(snaps)}" for k in range(len(snaps))], 700,
                                            "frame ", buttons=dict(y=-0.1)),
                       margin=dict(l=80, r=20, t=80, b=110))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
-    fig.update_xaxes(type="category", row=1, col=1)  # labels such as "10" stay names, not numbers
+    # one column per position, named by the labels of the frame shown
+    fig.update_xaxes(type="linear", tickmode="array", tickvals=list(range(width)), ticktext=labels[0],
+                     range=[-0.5, width - 0.5], row=1, col=1)
     fig.update_xaxes(title="generation step", range=[-0.5, steps[-1] + 0.5], dtick=1, row=2, col=1)
     fig.update_yaxes(title="KiB", range=[0, max(kib) * 1.1], row=2, col=1)
     return fig
