@@ -64,21 +64,22 @@ class _Canvas:
                 self.width = max(self.width, total)
             self.layouts.append(rows)
         self.n_rows = max(len(st.rows) for st in stages)
-        # traces reserved per row of panels (a stage's rows sit at the bottom, just above the controls)
+        # traces reserved per row of panels (a stage's rows sit at the top, right under the title)
         self.slots = [0] * self.n_rows
         for st in stages:
             for r, row in enumerate(st.rows, start=self.first_row(len(st.rows))):
                 self.slots[r] = max(self.slots[r], len(row))
-        # vertical layout in paper coordinates: equal row heights, a stage's rows at the bottom
+        # vertical layout in paper coordinates: equal row heights, a stage's rows at the top
         self.top, bottom = 0.97, 0.02
         self.label_h = 0.09 if T <= 4 else 0.06
         self.row_h = (self.top - bottom - self.n_rows * self.label_h) / self.n_rows
-        self.diagram_row = self.n_rows - 1  # the position diagram sits beside the bottom row
+        self.diagram_row = 0  # the position diagram sits beside the top row
 
     def first_row(self, n: int) -> int:
-        """The canvas row where a stage of ``n`` rows of panels starts: the bottom ``n`` rows, so that the
-        drawing of every stage ends just above the slider and Play (plotly.animate cannot move subplots)."""
-        return self.n_rows - n
+        """The canvas row where a stage of ``n`` rows of panels starts: the top row, so that the drawing
+        of every stage starts right under its title (plotly.animate cannot move subplots; a stage with
+        fewer rows leaves the room below it empty, not a band between the title and the drawing)."""
+        return 0
 
     def array(self, name):
         if name not in self.arrays:
@@ -141,8 +142,9 @@ def _place_row(cv: _Canvas, fr: _Frame, r: int, row_layout, t, ylab):
         width = w * c
         fr.annotations.append(dict(x=left + width / 2, y=dom[1], text=f"<b>{pn.label}</b>", showarrow=False,
                                    font=dict(size=11), xref="x", yref="paper", yanchor="bottom"))
-        if pn.keys:
-            key_labels = ylab if t.source_labels is None else axis_labels(t.source_labels, w)
+        if pn.keys:  # key columns: the bare token ("c", not "0: c"), so that narrow columns stay legible
+            key_labels = (bnd.token_labels_of(ylab) if t.source_labels is None
+                          else axis_labels(t.source_labels, w))
             for j in range(w):
                 fr.annotations.append(dict(x=left + (j + 0.5) * c, y=dom[0], text=bnd.op("item", key_labels, j),
                                            showarrow=False, font=dict(size=10, color="#555"),
@@ -236,9 +238,11 @@ def _stepper_layout(cv: _Canvas, first: dict, T: int, ylab, fig_height: int, con
                     fixedrange=True),
         coloraxis=dict(first["layout"]["coloraxis"], colorscale=DIVERGING,
                        colorbar=dict(title=dict(text="value", side="right"), x=0.92, xanchor="left", len=0.75,
+                                      y=1, yanchor="top",
                                      thickness=11)),
         coloraxis2=dict(first["layout"]["coloraxis2"], colorscale=SEQUENTIAL, cmin=0, cmax=1,
                         colorbar=dict(title=dict(text="weight", side="right"), x=0.92, xanchor="left", len=0.75,
+                                      y=1, yanchor="top",
                                       thickness=11)),
         annotations=first["layout"]["annotations"],
         **controls,
