@@ -21,7 +21,9 @@ def norm_scatter_figure(inputs: dict, norms: dict) -> go.Figure:
     against its output value (y axis) under each norm (``norms``: {name: module}). A norm is a
     per-token affine map, so each norm's points lie on a line: RMSNorm's passes through the origin
     (it only rescales), LayerNorm's crosses zero at the token's mean (it shifts, then rescales). Each line is
-    extended, dotted, to input 0 when the token's values do not reach it, so the origin can be checked."""
+    extended, dotted, to input 0 when the token's values do not reach it, so the origin can be checked.
+    The first norm's markers are large open rings under the others' small solid ones, so points where
+    the norms agree show both."""
     fig = make_subplots(rows=1, cols=len(inputs), subplot_titles=list(inputs), horizontal_spacing=0.1)
     with torch.no_grad():
         for col, (title, x) in enumerate(inputs.items(), start=1):
@@ -33,8 +35,11 @@ def norm_scatter_figure(inputs: dict, norms: dict) -> go.Figure:
                     x=x[order].tolist(), y=y[order].tolist(), mode="lines+markers", name=name,
                     line=dict(color=OKABE_ITO[n % len(OKABE_ITO)], width=1),
                     legendgroup=name, showlegend=col == 1,
-                    marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)], size=8,
-                                symbol=["circle", "diamond", "square", "triangle-up"][n % 4]),
+                    # the first norm as large open rings, the others as smaller solid markers
+                    # drawn over them: where two norms give the same output both stay visible
+                    marker=dict(color=OKABE_ITO[n % len(OKABE_ITO)], size=13 if n == 0 else 7,
+                                line=dict(width=2 if n == 0 else 0, color=OKABE_ITO[n % len(OKABE_ITO)]),
+                                symbol=["circle-open", "diamond", "square", "triangle-up"][n % 4]),
                     customdata=order.tolist(),
                     hovertemplate=(f"{name}<br>feature %{{customdata}}<br>"
                                    "in %{x:.3f} → out %{y:.3f}<extra></extra>")),
