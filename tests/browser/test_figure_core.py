@@ -317,3 +317,50 @@ def test_a_wide_panel_on_a_line_of_its_own_starts_at_the_left(browser, width):
         assert not book_browser.audit(page)
     finally:
         context.close()
+
+
+DESCRIBED = """async ([fig, k]) => {
+  const el = document.getElementById('book');
+  if (!el._tinytf) await tinytfCore.draw(el, fig);
+  const rec = el._tinytf, range = rec.wrap.querySelector('input.tinytf-anim-range');
+  range.value = String(k); range.dispatchEvent(new Event('input'));
+  await new Promise((r) => setTimeout(r, 200));
+  const parts = el.data.map((t) => tinytfCore.describeTrace(t)).filter(Boolean);
+  return {desc: rec.desc.textContent, parts, title: window.__plain(rec.frameTitle(rec.index))};
+}"""
+
+
+def test_description_follows_the_frame_shown(browser):
+    """The text alternative of an animation ("Describe this figure") lists the numbers of the frame on
+    screen, not of the one before it: it is written again once Plotly has drawn the new frame."""
+    from pathlib import Path
+
+    import plotly
+    import tinytf
+    from tinytf.viz.animations import swap_animation
+    from tinytf.viz.render import figure_dict
+
+    cfg = tinytf.config_2017()
+    spec = figure_dict(swap_animation([("2017", cfg), ("pre-norm", cfg.replace(norm_position="pre")),
+                                       ("RMSNorm", cfg.replace(norm_position="pre", norm="rms"))]))
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head><body style='width:900px'>"
+                         "<div id='book'></div></body></html>")
+        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
+                            .read_text(encoding="utf-8"))
+        page.add_script_tag(content=PAGE_JS)
+        seen = set()
+        for k in [1, 2, 0, 2]:
+            got = page.evaluate(DESCRIBED, [spec, k])
+            assert f"Swap {k}:" in got["title"]
+            assert got["parts"], k
+            for part in got["parts"]:
+                assert part in got["desc"], f"step {k}: {part!r} is drawn but not described: {got['desc']!r}"
+            seen.add(got["desc"])
+        assert len(seen) == 3  # the three frames differ (norms and the gap count), so must their descriptions
+    finally:
+        context.close()

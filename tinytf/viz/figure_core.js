@@ -857,8 +857,10 @@ var tinytfCore = (function () {
   }
   function show(rec, i) {
     rec.index = i;
-    toFrame(rec, i);
+    var drawn = toFrame(rec, i);
     syncControls(rec);
+    // the description reads the drawn traces: describe again once this frame is drawn (unless a newer one was asked for)
+    drawn.then(function () { if (rec.index === i) { describe(rec); } });
   }
   function stop(rec) {
     if (rec.timer) { clearTimeout(rec.timer); rec.timer = null; }
