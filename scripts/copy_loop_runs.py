@@ -1,4 +1,4 @@
-"""Runs of chapter 7's training loop (section 7.6) on the copy task that the chapter loads instead of training
+"""Runs of chapter 7's training loop (section 7.7) on the copy task that the chapter loads instead of training
 them itself: the loop with five seeds (weights and batches), exercise 6 (no ``zero_grad``) and exercise 7
 (lengths 4 to 12). One torch thread, a progress bar over all steps; writes
 tinytf/checkpoints/copy-loop-runs.json. About 1 minute on an idle core.

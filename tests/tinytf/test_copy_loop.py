@@ -11,7 +11,7 @@ from tinytf.lab.copy_loop import HALFWAY, copy_eval, grad_pileup, leaves_plateau
 
 
 def test_train_copy_is_the_chapter_loop():
-    """Three steps of train_copy(seed) equal the loop written out as in section 7.6 (same weights, same batches)."""
+    """Three steps of train_copy(seed) equal the loop written out as in section 7.7 (same weights, same batches)."""
     torch.set_num_threads(1)
     _, losses = train_copy(seed=3, steps=3)
     tinytf.seed_everything(3)

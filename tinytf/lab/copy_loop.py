@@ -1,4 +1,4 @@
-"""The training loop of chapter 7 (section 7.6) on the copy task, as a function, for runs the chapter records.
+"""The training loop of chapter 7 (section 7.7) on the copy task, as a function, for runs the chapter records.
 
     model, losses = train_copy(seed=0)                   # the chapter's run: same weights, same batches
     model, losses = train_copy(seed=0, zero_grad=False)  # exercise 6: .grad is never cleared
@@ -34,7 +34,7 @@ HALFWAY = (math.log(26) + math.log(26) / 2) / 2
 def train_copy(seed: int = 0, steps: int = 120, batch_size: int = 32, length: int = 8, lr: float = 3e-3,
                zero_grad: bool = True, min_length: Optional[int] = None, max_length: Optional[int] = None,
                progress=None):
-    """Train a fresh default TinyTransformer on the copy task with plain AdamW, as in section 7.6.
+    """Train a fresh default TinyTransformer on the copy task with plain AdamW, as in section 7.7.
 
     Returns (model in eval mode, list of the loss of each step). ``min_length``/``max_length``: draw each
     batch's repeat length from that range (``InductionTask``) instead of the fixed ``length``.
