@@ -86,6 +86,17 @@ def _written_at(snaps, k, width):
     return rows
 
 
+def _position_labels(snaps, width: int) -> list[list[str]]:
+    """The x-axis labels of each frame: a position's token once a step has written it ("10: h"); a position
+    still to come carries its number only, so the first frames do not give away the tokens still to come."""
+    token_at = {}  # position -> token label, after each step
+    labels = []
+    for s in snaps:
+        token_at.update(zip(s["positions"], token_labels(s["fed"])))
+        labels.append([f"{p}: {token_at[p]}" if p in token_at else str(p) for p in range(width)])
+    return labels
+
+
 def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.Figure:
     """Animated figure of the cache filling up during greedy generation (see the module docstring)."""
     snaps = snapshots if snapshots is not None else cache_snapshots(model, prompt, max_new_tokens)
@@ -93,14 +104,7 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
         raise TinyTFInputError("cache_growth: no snapshots to draw")
     n_layers = len(snaps[0]["held"])
     width = snaps[-1]["positions"][-1] + 1
-    # the axis names each position's token once a step has written it ("10: h"); a position still to
-    # come carries its number only, so the first frames do not give away the tokens still to come
-    token_at = {}  # position -> token label, after each step
-    written = []
-    for s in snaps:
-        token_at.update(zip(s["positions"], token_labels(s["fed"])))
-        written.append(dict(token_at))
-    labels = [[f"{p}: {seen[p]}" if p in seen else str(p) for p in range(width)] for seen in written]
+    labels = _position_labels(snaps, width)
     rows = [f"block {i} {part}" for i in range(n_layers) for part in snaps[0]["parts"]]
     steps = [s["step"] for s in snaps]
     kib = [s["nbytes"] / 1024 for s in snaps]
