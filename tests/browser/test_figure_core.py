@@ -143,12 +143,22 @@ def _specs():
                 tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=2, sliding_window=tinytf.SlidingWindow(3)), T=6))}
 
 
-@pytest.mark.parametrize("which", ["stepper", "cache", "window"])
-def test_book_and_widget_draw_the_same_figure(browser, which):
+def _load_core(page, body: str) -> None:
+    """A bare page with ``body``, Plotly, the book's figure core and this file's helpers (PAGE_JS)."""
     from pathlib import Path
 
     import plotly
 
+    page.set_content("<!doctype html><html lang='en'><head><title>core</title></head><body style='width:900px'>"
+                     f"{body}</body></html>")
+    page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+    page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
+                        .read_text(encoding="utf-8"))
+    page.add_script_tag(content=PAGE_JS)
+
+
+@pytest.mark.parametrize("which", ["stepper", "cache", "window"])
+def test_book_and_widget_draw_the_same_figure(browser, which):
     spec = _specs()[which]
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
@@ -157,12 +167,7 @@ def test_book_and_widget_draw_the_same_figure(browser, which):
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head><body style='width:900px'>"
-                         "<div id='book'></div><div id='widget'></div></body></html>")
-        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
-        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
-                            .read_text(encoding="utf-8"))
-        page.add_script_tag(content=PAGE_JS)
+        _load_core(page, "<div id='book'></div><div id='widget'></div>")
         assert page.evaluate("() => window.tinytfFigures === window.tinytfCore")  # the book's name for it
         esm = widget_esm()
         n = len(spec["frames"])
@@ -333,9 +338,6 @@ DESCRIBED = """async ([fig, k]) => {
 def test_description_follows_the_frame_shown(browser):
     """The text alternative of an animation ("Describe this figure") lists the numbers of the frame on
     screen, not of the one before it: it is written again once Plotly has drawn the new frame."""
-    from pathlib import Path
-
-    import plotly
     import tinytf
     from tinytf.viz.animations import swap_animation
     from tinytf.viz.render import figure_dict
@@ -347,12 +349,7 @@ def test_description_follows_the_frame_shown(browser):
     page = context.new_page()
     page.set_default_timeout(30_000)
     try:
-        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head><body style='width:900px'>"
-                         "<div id='book'></div></body></html>")
-        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
-        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
-                            .read_text(encoding="utf-8"))
-        page.add_script_tag(content=PAGE_JS)
+        _load_core(page, "<div id='book'></div>")
         seen = set()
         for k in [1, 2, 0, 2]:
             got = page.evaluate(DESCRIBED, [spec, k])
