@@ -166,8 +166,9 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
                       margin=dict(l=80, r=20, t=80, b=110))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     # one column per position, named by the labels of the frame shown
+    # (small labels: on a phone they stand upright, one per column, and must not touch)
     fig.update_xaxes(type="linear", tickmode="array", tickvals=list(range(width)), ticktext=labels[0],
-                     range=[-0.5, width - 0.5], row=1, col=1)
+                     tickfont=dict(size=9), range=[-0.5, width - 0.5], row=1, col=1)
     fig.update_xaxes(title="generation step", range=[-0.5, steps[-1] + 0.5], dtick=1, row=2, col=1)
     fig.update_yaxes(title="KiB", range=[0, max(kib) * 1.1], row=2, col=1)
     return fig
