@@ -13,6 +13,8 @@ nothing is trained here.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 import torch
@@ -199,8 +201,15 @@ def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batc
                       title=dict(text=f"KV cache of one sequence ({torch.empty((), dtype=dtype).element_size()} "
                                       "bytes per value) against context length", font=dict(size=14)),
                       legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.8)"))
-    fig.update_xaxes(type="log", title="context length (tokens)")
-    fig.update_yaxes(type="log", title="KV cache (GiB)")
+    # labelled ticks only, no bare minor labels ("2", "5") that read as token counts: every second power of
+    # two on x (256, 1k, 4k, ...), the powers of ten on y
+    xticks = [T for T in lengths if T & (T - 1) == 0 and T.bit_length() % 2 == 1] or lengths
+    fig.update_xaxes(type="log", title="context length (tokens)", tickmode="array", tickvals=xticks,
+                     ticktext=[f"{T // 1024}k" if T >= 1024 and T % 1024 == 0 else f"{T:,}" for T in xticks])
+    all_gib = [kv_cache_bytes(cfg, T, batch, dtype) / 2 ** 30 for cfg in configs.values() for T in lengths]
+    decades = range(math.floor(math.log10(min(all_gib))), math.ceil(math.log10(max(all_gib))) + 1)
+    fig.update_yaxes(type="log", title="KV cache (GiB)", tickmode="array", tickvals=[10.0 ** k for k in decades],
+                     ticktext=[f"{10.0 ** k:g}" for k in decades])
     return fig
 
 
