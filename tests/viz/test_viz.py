@@ -376,6 +376,23 @@ def test_attention_map_single_head_and_trace_input():
         viz.attention_map(model, "cat", kind="sideways")
 
 
+def test_attention_map_list_of_heads():
+    """heads=("mean", 1): the mean panel, then head 1, and no other (fewer panels: a shorter figure on a phone)."""
+    model = model_for()
+    tr = trace_of(model, "cat")
+    fig = viz.attention_map(tr, layer=1, heads=("mean", 1), labels=list("cat"))
+    panels = [t for t in fig.data if t.type == "heatmap" and "masked" not in t.name]
+    assert [t.name for t in panels] == ["mean of heads", "head 1"]
+    w = np_(tr["blocks.1.attn.weights"][0])  # [H, T, T]
+    for t, want in zip(panels, (w.mean(0), w[1])):
+        z = np.asarray(t.z, dtype=float)
+        np.testing.assert_allclose(z[~np.isnan(z)], want[np.tril_indices(3)], rtol=1e-6)
+    assert fig.layout.height < viz.attention_map(tr, layer=1, heads="all", labels=list("cat"), cols=1).layout.height
+    for bad in ([], ("mean", "all"), (0, True), ("mean", 9)):
+        with pytest.raises(tinytf.TinyTFInputError, match="head"):
+            viz.attention_map(model, "cat", heads=bad)
+
+
 def test_cross_attention_map_target_by_source():
     tinytf.seed_everything(0)
     model = tinytf.EncoderDecoder(tinytf.TinyConfig(**SMALL)).eval()

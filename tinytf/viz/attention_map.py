@@ -38,6 +38,10 @@ def attention_names(trace, layer: int, kind: str = "self"):
 
 def _choose_panels(w, masked, heads, H: int) -> list:
     """(title, weights [T, S], masked [T, S]) per panel: the mean over heads and/or the heads asked for."""
+    if isinstance(heads, (list, tuple)):  # e.g. ("mean", 0): the panels named, in this order
+        if not heads or any(h in ("all", "each") or isinstance(h, (bool, list, tuple)) for h in heads):
+            raise TinyTFInputError(f"a list of heads takes 'mean' and head indices; got {heads!r}")
+        return [panel for h in heads for panel in _choose_panels(w, masked, h, H)]
     if isinstance(heads, int) and not isinstance(heads, bool):
         if not 0 <= heads < H:
             raise TinyTFInputError(f"head {heads} does not exist: this layer has {H} heads (0..{H - 1})")
@@ -47,7 +51,8 @@ def _choose_panels(w, masked, heads, H: int) -> list:
         if heads in ("all", "each"):
             panels += [(f"head {h}", w[h], masked[h]) for h in range(H)]
     else:
-        raise TinyTFInputError(f"heads must be 'all', 'mean', 'each' or a head index; got {heads!r}")
+        raise TinyTFInputError(
+            f"heads must be 'all', 'mean', 'each', a head index or a list of them; got {heads!r}")
     return panels
 
 
@@ -77,9 +82,11 @@ def _panel_traces(name, z, mk, qlab, klab, ax: str, q_name: str, k_name: str) ->
 
 
 def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", labels=None, batch: int = 0,
-                  heads: str = "all", cols: int | None = None, outline=None):
+                  heads="all", cols: int | None = None, outline=None):
     """Heatmaps of attention weights, query (rows) x key (columns): the mean over heads first,
-    then one panel per head (``heads``: "all" | "mean" | "each" | a head index), sharing one 0..1 colour scale. Masked cells (the causal mask's
+    then one panel per head (``heads``: "all" | "mean" | "each" | a head index | a list of "mean" and head
+    indices, e.g. ``("mean", 0)``: fewer panels, a shorter figure on a phone, where the panels stack), sharing
+    one 0..1 colour scale. Masked cells (the causal mask's
     -inf scores) are grey with an x and hover "masked". kind="cross" (EncoderDecoder) shows
     target (rows) x source (columns); kind="encoder" the encoder's bidirectional self-attention.
 
