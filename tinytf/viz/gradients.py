@@ -1,6 +1,7 @@
-"""Figures for chapter 5: activation and gradient sizes block by block, read from
-``tinytf.experiments.LayerProfile`` measurements (real forward and backward passes); this
-module only arranges the numbers."""
+"""Figures for chapters 5 and 6: activation, gradient and update sizes block by block, read from
+``tinytf.experiments.LayerProfile`` measurements (real forward and backward passes) and
+``tinytf.lab.residual_updates.update_sizes`` rows (a trained model's traced updates); this module only
+arranges the numbers."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
@@ -79,4 +80,36 @@ def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "
     top = 80 + 22 * title.count("<br>") + (18 if len(quantities) > 1 else 0)
     fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
                       margin=dict(l=70, r=20, t=top, b=50), legend=dict(font=dict(size=11)))
+    return fig
+
+
+# the two panels of ``update_ratio_figure``: (key of a ``tinytf.lab.residual_updates.update_sizes`` row, title)
+UPDATE_PANELS = (("attn_ratio", "attention update / |H|"), ("ffn_ratio", "FFN update / |U|"))
+UPDATE_TICKS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20]  # every tick labelled in full on the log scale
+
+
+def update_ratio_figure(sizes: dict, looks: dict, title: str = "", height: int = 400) -> go.Figure:
+    """Chapter 6's trained updates: per block, each update's mean length over that of the stream it is added
+    to, attention (over H) in the left panel and FFN (over U) in the right, on one log scale with a dotted
+    line at 1. ``sizes``: {name: ``update_sizes`` rows}; ``looks``: {name: (colour, marker symbol, dash)}.
+    Both panels share one y range and each keeps its tick labels: on a phone the figure core stacks the
+    panels, and a shared axis's hidden labels would leave the lower panel without a scale."""
+    missing = [name for name in sizes if name not in looks]
+    if missing:
+        raise TinyTFInputError(f"update_ratio_figure: no look given for {missing}")
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=[t for _, t in UPDATE_PANELS])
+    for col, (key, _) in enumerate(UPDATE_PANELS, start=1):
+        for name, rows in sizes.items():
+            colour, symbol, dash = looks[name]
+            fig.add_trace(go.Scatter(
+                x=[r["block"] for r in rows], y=[r[key] for r in rows], mode="lines+markers", name=name,
+                legendgroup=name, showlegend=col == 1, line=dict(color=colour, dash=dash, width=1),
+                marker=dict(color=colour, symbol=symbol, size=10)), row=1, col=col)
+        fig.add_hline(y=1, line_dash="dot", line_color="grey", row=1, col=col)
+    # shared_yaxes hides the right panel's tick labels; show them (the two axes still share one range)
+    fig.update_yaxes(type="log", tickvals=UPDATE_TICKS, ticktext=[f"{t:g}" for t in UPDATE_TICKS],
+                     showticklabels=True)
+    fig.update_yaxes(title_text="update length / stream length", col=1)
+    fig.update_xaxes(title_text="block", dtick=1)
+    fig.update_layout(title=title, template="plotly_white", height=height)
     return fig
