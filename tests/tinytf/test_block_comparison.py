@@ -673,3 +673,15 @@ def test_planned_retest_uses_the_confirmation_settings_on_new_seeds():
     assert all(sorted(r["seed"] for r in planned["runs"][n]) == list(range(13, 23)) for n in (a, b))
     assert "plan" in planned and all(f"--seeds {' '.join(map(str, range(13, 23)))}" in part
                                      for part in planned["command"].split(" && "))
+    # the plan, fixed before the runs, names the pair the label stands for: question (2) with the embeddings scaled
+    assert "2017 vs Llama-3-style + scaled emb. (question (2) with the embedding scale matched)" in planned["plan"]
+    assert bc.PLANNED_PAIR[0].startswith("(2s) ")
+
+
+def test_lengths_at_init_show_the_embedding_scale():
+    """Chapter 9's mechanism for the embedding scale: at initialisation an unscaled token vector is shorter than
+    each update block 0 adds; scaled by sqrt(d_model) it is longer than both, and the updates keep their size."""
+    (e0, a0, f0), (e1, a1, f1) = bc.lengths_at_init(n=16).values()
+    assert e0 < min(a0, f0) and e1 > max(a1, f1)
+    assert abs(e1 / e0 / math.sqrt(bc.DEFAULTS["d_model"]) - 1) < 0.1
+    assert abs(a1 / a0 - 1) < 0.1 and abs(f1 / f0 - 1) < 0.1

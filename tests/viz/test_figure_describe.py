@@ -75,3 +75,18 @@ def test_a_chinese_page_dot_plot_adds_no_english_word():
     assert dots == "单个种子: (1) 归一化位置: −0.0832, 0.0281, 0.362; (3) GQA: 0.524, −0.186"
     assert not re.search(r"[A-Za-z]", dots.replace("GQA", ""))
     assert vertical == "损失: 2 个点，从 x = 0 处的 2 到 x = 1 处的 1（最小 1，最大 2）"
+
+
+def test_counts_are_said_exactly_with_thousands_separators():
+    """A trace of whole numbers (chapter 9's parameters per block: 49,152 on the bar) is described as its bars and
+    tables print it, not as 4.92e+4; a trace with any fraction keeps three significant digits."""
+    params = {"type": "bar", "orientation": "h", "name": "parameters per block", "x": [49152, 130944, 256],
+              "y": ["attention", "FFN", "norms"]}
+    gaps = {"type": "bar", "orientation": "h", "name": "differences", "x": [6, 5], "y": ["2017 block", "pre-norm"]}
+    cache = {"type": "scatter", "mode": "lines", "name": "bytes", "x": [1, 2], "y": [1234, -1234567]}
+    dots = dict(DOTS, x=[12000, 3], y=["a", "b"])
+    assert describe(params, gaps, cache, dots) == [
+        "parameters per block: attention 49,152; FFN 130,944; norms 256",
+        "differences: 2017 block 6; pre-norm 5",
+        "bytes: 2 points, from 1,234 at x = 1 to −1,234,567 at x = 2 (min −1,234,567, max 1,234)",
+        "one seed: a: 12,000; b: 3"]

@@ -877,10 +877,30 @@ CONFIRM_PAIRS = (("(1) norm position", "2017", "2017 + pre-norm"),
                  ("(4a) unscaled embeddings alone", "Llama-3-style + scaled emb.", "Llama-3-style"),
                  ("(4b) other five swaps alone", "2017 + pre-norm", "Llama-3-style + scaled emb."))
 
-#: chapter 9's planned retest (section 9.3.2): question (2) with the embedding scale matched, 2017 vs Llama-3-style +
-#: scaled emb., each at the cell chosen on seeds 0-2, on seeds 13-22 (compare_blocks_planned.json); one comparison,
-#: fixed before its runs, so its 95% interval needs no correction for multiplicity
-PLANNED_PAIR = ("(2') whole blocks, embedding scale matched", "2017", "Llama-3-style + scaled emb.")
+#: chapter 9's planned retest (section 9.3.3): question (2s), question (2) with the embeddings scaled in both
+#: blocks, 2017 vs Llama-3-style + scaled emb., each at the cell chosen on seeds 0-2, on seeds 13-22
+#: (compare_blocks_planned.json); one comparison, fixed before its runs, so its 95% interval needs no correction
+#: for multiplicity. The label is the one the lesson and its notes use (the results file's plan names no label).
+PLANNED_PAIR = ("(2s) whole blocks, embeddings scaled", "2017", "Llama-3-style + scaled emb.")
+
+
+def lengths_at_init(names=("Llama-3-style", "Llama-3-style + scaled emb."), n: int = 64, length: int = 8,
+                    seed: int = 0) -> dict:
+    """{variant: (token vector, attention update, FFN update)}: at initialisation (``build_model(cfg, 0)``),
+    the mean length, over ``n`` random sources of ``length`` letters, of a token's vector entering encoder block
+    0 and of the two updates that block adds to the stream (chapter 9: why the embedding scale matters)."""
+    g = torch.Generator().manual_seed(seed)
+    letters = (ord("a"), ord("z") + 1)
+    src_ids = torch.randint(*letters, (n, length), generator=g)
+    tgt_ids = torch.randint(*letters, (n, length + 1), generator=g)
+    keys = ("resid_pre", "attn.out", "ffn.out")  # the input of block 0, its two updates
+    configs, out = block_configs(), {}
+    for name in names:
+        model = build_model(configs[name], 0)
+        with torch.no_grad():
+            _, tr = model.run_with_trace(src_ids, tgt_ids)
+        out[name] = tuple(tr[f"encoder.blocks.0.{k}"].norm(dim=-1).mean().item() for k in keys)
+    return out
 
 
 def load_planned(directory=None) -> dict:

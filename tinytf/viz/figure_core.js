@@ -683,6 +683,18 @@ var tinytfCore = (function () {
     var s = (a >= 1e4 || a < 1e-3) ? x.toExponential(2) : String(Number(x.toPrecision(3)));
     return s.replace("-", "−");
   }
+  // a trace whose numbers are all whole (counts: parameters, tokens) is said exactly, with thousands separators
+  // ("49,152", as its bars and tables print it), not rounded to three digits ("4.92e+4")
+  function integral(arr) {
+    var fin = (arr || []).filter(finite);
+    return fin.length > 0 && fin.every(function (v) { return Number.isInteger(v) && Math.abs(v) < 1e15; });
+  }
+  function count(x) {
+    if (typeof x !== "number" || !isFinite(x)) { return String(x); }
+    var s = String(Math.abs(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return x < 0 ? "−" + s : s;
+  }
+  function numbers(arr) { return integral(arr) ? count : num; }  // the formatter for one trace's values
   function label(arr, i) { return arr && arr[i] != null ? stripTags(arr[i]) : String(i); }
   function sizeText(rows, columns) {  // "1 row", not "1 rows"
     if (rows === 1 && columns === 1) { return tr("1 row × 1 column"); }
@@ -697,11 +709,11 @@ var tinytfCore = (function () {
   // a horizontal dot plot (categorical y, numeric x): "label: value" for each point drawn, the points of a run on
   // one label as "label: value, value, ..."; the first 16 points, as for bars
   function describeDots(name, sy, sx) {
-    var runs = [];
+    var runs = [], fmt = numbers(sx.slice(0, 16));
     sx.slice(0, 16).forEach(function (v, i) {
       if (!finite(v)) { return; }
       var lab = label(sy, i), last = runs[runs.length - 1];
-      if (last && last.label === lab) { last.values.push(num(v)); } else { runs.push({ label: lab, values: [num(v)] }); }
+      if (last && last.label === lab) { last.values.push(fmt(v)); } else { runs.push({ label: lab, values: [fmt(v)] }); }
     });
     if (!runs.length) { return null; }
     return name + ": " + runs.map(function (r) { return r.label + ": " + r.values.join(", "); }).join("; ");
@@ -736,8 +748,9 @@ var tinytfCore = (function () {
       var horizontal = t.orientation === "h" || (t.orientation == null && !!bx && !by);  // plotly's default
       var cats = horizontal ? by : bx, vals = horizontal ? bx : by;
       if (!vals) { return null; }
+      var fmtBar = numbers(vals.slice(0, 16));
       return (name ? name + ": " : tr("bars: ")) + vals.slice(0, 16).map(function (v, i) {
-        return label(cats, i) + " " + num(v);
+        return label(cats, i) + " " + fmtBar(v);
       }).join("; ");
     }
     if (t.type === "scatter" && t.name && t.hoverinfo !== "skip" && t.visible !== "legendonly") {
@@ -746,9 +759,10 @@ var tinytfCore = (function () {
       if (!sy || !sy.length || typeof sy[0] !== "number") { return null; }
       var fin = sy.filter(function (v) { return typeof v === "number" && isFinite(v); });
       if (!fin.length) { return null; }
+      var fmtY = numbers(fin);
       return name + ": " + tr("{n} points, from {first} at x = {x0} to {last} at x = {x1} (min {min}, max {max})", {
-        n: sy.length, first: num(sy[0]), x0: label(sx, 0), last: num(sy[sy.length - 1]), x1: label(sx, sy.length - 1),
-        min: num(Math.min.apply(null, fin)), max: num(Math.max.apply(null, fin)) });
+        n: sy.length, first: fmtY(sy[0]), x0: label(sx, 0), last: fmtY(sy[sy.length - 1]), x1: label(sx, sy.length - 1),
+        min: fmtY(Math.min.apply(null, fin)), max: fmtY(Math.max.apply(null, fin)) });
     }
     return null;
   }
