@@ -6,6 +6,7 @@ only arranges them. And the learning-rate schedule of a run (``lr_schedule_figur
 """
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ..lab.block_comparison import curve_band
@@ -70,8 +71,8 @@ def lr_schedule_figure(steps: int, lr: float, warmup_steps: int, schedule: str =
         raise TinyTFInputError(f"lr_schedule_figure: steps: expected a positive number of steps, got {steps!r}")
     if schedule not in ("cosine", "constant"):
         raise TinyTFInputError(f"lr_schedule_figure: schedule: expected 'cosine' or 'constant', got {schedule!r}")
-    x = list(range(steps))
-    rates = [lr_at(s, steps, lr, warmup_steps, schedule) for s in x]
+    x = np.arange(steps, dtype=np.float64)  # numpy: stored as a compact typed array
+    rates = np.array([lr_at(s, steps, lr, warmup_steps, schedule) for s in range(steps)])
     fig = go.Figure(go.Scatter(x=x, y=rates, mode="lines", line=dict(color=OKABE_ITO[0], width=2.5),
                                name="learning rate",
                                hovertemplate="step %{x}<br>learning rate %{y:.2e}<extra></extra>"))
