@@ -7,7 +7,7 @@ from tinytf import block_comparison as bc
 from tinytf.cache_memory import kv_cache_bytes
 from tinytf.tokens import token_labels
 from tinytf.viz.cache import cache_growth, cache_snapshots
-from tinytf.viz.training import loss_curves
+from tinytf.viz.training import loss_curves, lr_schedule_figure
 
 
 def runs():
@@ -36,6 +36,21 @@ def test_loss_curves_bad_input():
     with pytest.raises(tinytf.TinyTFInputError, match="'A' has no runs"):
         loss_curves({"A": []})
 
+
+
+def test_lr_schedule_figure_draws_the_training_schedule():
+    fig = lr_schedule_figure(50, 3e-3, 5)
+    rates = list(fig.data[0].y)
+    assert list(fig.data[0].x) == list(range(50))
+    assert rates == [tinytf.train.lr_at(s, 50, 3e-3, 5, "cosine") for s in range(50)]  # the loop's own function
+    assert rates[4] == 3e-3 and rates[0] == 3e-3 / 5 and abs(rates[-1] - 3e-4) < 1e-5  # warm-up, peak, 10%
+    assert [a.text for a in fig.layout.annotations] == ["10% of the peak", "warm-up ends: step 5"]
+    flat = lr_schedule_figure(20, 1e-3, 0, schedule="constant")
+    assert set(flat.data[0].y) == {1e-3} and not flat.layout.annotations
+    with pytest.raises(tinytf.TinyTFInputError, match="schedule"):
+        lr_schedule_figure(20, 1e-3, 2, schedule="linear")
+    with pytest.raises(tinytf.TinyTFInputError, match="steps"):
+        lr_schedule_figure(0, 1e-3, 2)
 
 @pytest.fixture(scope="module")
 def model():

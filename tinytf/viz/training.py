@@ -1,13 +1,16 @@
 """Loss curves of repeated training runs: the mean over seeds as a line and the spread
 (min to max over seeds) as a shaded band, one colour per variant. Every number drawn comes
 from the runs' recorded losses (e.g. ``tinytf.block_comparison.load_results()``); this module
-only arranges them.
+only arranges them. And the learning-rate schedule of a run (``lr_schedule_figure``), read from
+``tinytf.train.lr_at``, the function the training loops call at every step.
 """
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ..lab.block_comparison import curve_band
+from ..lab.train import lr_at  # the schedule the training loops use; drawn, not re-derived
 from ..errors import TinyTFInputError
 from .common import FONT, OKABE_ITO
 
@@ -55,4 +58,32 @@ def loss_curves(runs_by_variant: dict, window: int = 10, show_seeds: bool = True
                                   groupclick="togglegroup"))
     fig.update_xaxes(title="training step")
     fig.update_yaxes(title=f"cross-entropy (moving average of {window} steps)", type="log" if log_y else "linear")
+    return fig
+
+
+def lr_schedule_figure(steps: int, lr: float, warmup_steps: int, schedule: str = "cosine",
+                       title: str = "Learning rate at each training step") -> go.Figure:
+    """The learning rate of each of ``steps`` steps, read from ``tinytf.train.lr_at`` (the function the
+    training loops call at every step): a linear warm-up over ``warmup_steps``, then ``schedule``
+    ('cosine': decay to 10% of ``lr``; 'constant'). A dotted line marks 10% of the peak (cosine only),
+    and a note the step where the warm-up ends."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise TinyTFInputError(f"lr_schedule_figure: steps: expected a positive number of steps, got {steps!r}")
+    if schedule not in ("cosine", "constant"):
+        raise TinyTFInputError(f"lr_schedule_figure: schedule: expected 'cosine' or 'constant', got {schedule!r}")
+    x = np.arange(steps, dtype=np.float64)  # numpy: stored as a compact typed array
+    rates = np.array([lr_at(s, steps, lr, warmup_steps, schedule) for s in range(steps)])
+    fig = go.Figure(go.Scatter(x=x, y=rates, mode="lines", line=dict(color=OKABE_ITO[0], width=2.5),
+                               name="learning rate",
+                               hovertemplate="step %{x}<br>learning rate %{y:.2e}<extra></extra>"))
+    if schedule == "cosine":
+        fig.add_hline(y=0.1 * lr, line_dash="dot", line_color="grey", annotation_text="10% of the peak",
+                      annotation_position="bottom right")
+    if warmup_steps:
+        fig.add_annotation(x=warmup_steps, y=lr, text=f"warm-up ends: step {warmup_steps}", showarrow=False,
+                           xanchor="left", yanchor="bottom")
+    fig.update_layout(template="plotly_white", font=FONT, height=320, title=title, showlegend=False,
+                      margin=dict(l=70, r=20, t=60, b=50))
+    fig.update_xaxes(title="training step")
+    fig.update_yaxes(title="learning rate", range=[0, 1.2 * lr], tickformat=".4~f")
     return fig
