@@ -429,19 +429,16 @@ def test_upright_tick_labels_never_touch_on_any_frame(browser, prompt):
                             .read_text(encoding="utf-8"))
         page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }", spec)
         page.wait_for_function("() => !!document.querySelector('#fig svg.main-svg .xtick')")
-        seen = []
         for k in range(len(labels)):
             at = page.evaluate(STEP_TO, k)
             assert at == {"index": k, "max": len(labels) - 1}, at
             got = page.evaluate(X_TICKS)
-            seen.append((k, got["size"], round(got["column"], 1), round(got["label"], 1), len(got["shown"])))
             assert not got["overlaps"], f"frame {k + 1} (size {got['size']} px): {got['overlaps'][:3]}"
             assert got["angle"] == -90, got
             assert got["shown"] and set(got["shown"]) <= set(labels[k]), (k, got["shown"], labels[k])
             if len(got["shown"]) < len(labels[k]):  # thinned: every k-th column, named as on this frame
                 step = labels[k].index(got["shown"][1]) - labels[k].index(got["shown"][0])
                 assert got["shown"] == labels[k][::step], (k, got["shown"])
-        print(seen)
         assert not errors, errors
     finally:
         context.close()
