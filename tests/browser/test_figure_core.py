@@ -361,3 +361,84 @@ def test_description_follows_the_frame_shown(browser):
         assert len(seen) == 3  # the three frames differ (norms and the gap count), so must their descriptions
     finally:
         context.close()
+
+
+# --------------------------------------------------------------------------- upright tick labels at phone width
+# Crowded x tick labels stand upright; at 375 px chapter 10's cache animation (16 columns in about 200 px) drew
+# them upright at the figure's 13 px font, each label about 15 px wide in a 12.5 px column: "0: #2" touched
+# "1: p". The core now shrinks upright labels that do not fit one per column (down to 8 px) and, when even that
+# is too crowded, shows every k-th label, on every frame alike (each frame carries its own tick labels). Checked
+# on every frame, stepped through with the figure's own controls, with the bounding-box test of the book's audit
+# (scripts/book_browser.py: two texts overlap when their boxes share more than 1.5 px both ways).
+
+X_TICKS = """() => {
+  const gd = document.getElementById('fig');
+  const boxes = [...gd.querySelectorAll('.xtick text')].map((t) => ({s: (t.textContent || '').trim(),
+      r: t.getBoundingClientRect()})).filter((b) => b.s && b.r.width && b.r.height);
+  const overlaps = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i].r, b = boxes[j].r;
+    const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    if (w > 1.5 && h > 1.5) overlaps.push(`"${boxes[i].s}" overlaps "${boxes[j].s}" (${w.toFixed(1)} x ${h.toFixed(1)} px)`);
+  }
+  const top = [...gd.querySelectorAll('.xaxislayer-above')][0];
+  const shown = top ? [...top.querySelectorAll('.xtick text')].map((t) => t.textContent.trim()) : [];
+  const L = gd._fullLayout.xaxis;
+  return {overlaps, shown, size: L.tickfont.size, angle: L.tickangle, column: L._length / (L.range[1] - L.range[0]),
+          label: Math.max(...[...top.querySelectorAll('.xtick text')].map((t) => t.getBoundingClientRect().width))};
+}"""
+
+STEP_TO = """async (k) => {
+  const el = document.getElementById('fig'), rec = el._tinytf;
+  const range = rec.wrap.querySelector('input.tinytf-anim-range');
+  range.value = String(k); range.dispatchEvent(new Event('input'));
+  await new Promise((r) => setTimeout(r, 250));
+  return {index: rec.index, max: Number(range.max)};
+}"""
+
+
+@pytest.mark.parametrize("prompt", ["python" + "pyt", "abcdefghijklmnopqrstuvwxyz" + "abcdefghijkl"],
+                         ids=["16 columns", "45 columns"])
+def test_upright_tick_labels_never_touch_on_any_frame(browser, prompt):
+    """16 columns: the font shrinks (13 px labels touched); 45 columns: 8 px labels still do not fit one per
+    column, so every k-th is shown, and on each frame the labels shown are that frame's."""
+    from pathlib import Path
+
+    import plotly
+
+    import tinytf
+    from tinytf.viz.cache import cache_growth
+    from tinytf.viz.render import figure_dict
+
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=2)).eval()
+    ids = [2] + tinytf.encode(prompt).tolist()  # <bos> first ("0: #2"), as in chapter 10
+    spec = figure_dict(cache_growth(model, ids, max_new_tokens=6))
+    labels = [[t.strip() for t in fr["layout"]["xaxis"]["ticktext"]] for fr in spec["frames"]]
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head>"
+                         "<body style='margin:0;width:343px;padding:16px'>"
+                         "<div id='fig' class='plotly-graph-div tinytf-figure'></div></body></html>")
+        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
+                            .read_text(encoding="utf-8"))
+        page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }", spec)
+        page.wait_for_function("() => !!document.querySelector('#fig svg.main-svg .xtick')")
+        for k in range(len(labels)):
+            at = page.evaluate(STEP_TO, k)
+            assert at == {"index": k, "max": len(labels) - 1}, at
+            got = page.evaluate(X_TICKS)
+            assert not got["overlaps"], f"frame {k + 1} (size {got['size']} px): {got['overlaps'][:3]}"
+            assert got["angle"] == -90, got
+            assert got["shown"] and set(got["shown"]) <= set(labels[k]), (k, got["shown"], labels[k])
+            if len(got["shown"]) < len(labels[k]):  # thinned: every k-th column, named as on this frame
+                step = labels[k].index(got["shown"][1]) - labels[k].index(got["shown"][0])
+                assert got["shown"] == labels[k][::step], (k, got["shown"])
+        assert not errors, errors
+    finally:
+        context.close()

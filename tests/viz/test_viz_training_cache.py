@@ -103,7 +103,10 @@ def test_cache_growth_frames_keep_colour_bar(model):
     bar = axis.colorbar
     assert bar.title.text == "written<br>at step" and bar.len == 0.55
     zmin, zmax = axis.cmin, axis.cmax
-    assert (zmin, zmax) == (0, 3)  # the steps 0 to 3
+    assert (zmin, zmax) == (-0.5, 3.5)  # the steps 0 to 3, one band each
+    bands = [c for _, c in axis.colorscale][::2]  # one flat colour per step, each its own
+    assert len(bands) == 4 and len(set(bands)) == 4, axis.colorscale
+    assert list(bar.tickvals) == [0, 1, 2, 3]
     for frame in fig.frames:
         heat = frame.data[0].to_plotly_json()
         assert set(heat) == {"type", "z", "customdata"}, set(heat)

@@ -9,7 +9,8 @@ latent and the RoPE key part for MLA. ``cache_growth`` draws them:
 * top: two rows per layer (K and V, or MLA's latent and k_rope), one column per position (the axis names
   each position's token from the frame that writes it on, as "10: h"; before, its number only); a cell is drawn
   while the cache holds that position (a sliding-window layer drops old ones), coloured by the step that
-  wrote it (hover: the step and the vector's size), and the columns written in the current step are outlined;
+  wrote it (one flat colour per step: the prompt dark blue, the steps after it in distinct colours, the last
+  yellow; hover: the step and the vector's size), and the columns written in the current step are outlined;
 * bottom: the bytes the cache holds after each step (measured with ``nbytes()``).
 
 Generation step 0 (frame 1) is the prompt (all its positions enter at once); every later step feeds one new token,
@@ -18,6 +19,7 @@ which still runs through every block, and appends one column to every layer.
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from ..errors import TinyTFInputError
@@ -84,6 +86,24 @@ def _written_at(snaps, k, width):
             row[p] = step_of[p]
         rows += [row, list(row)]
     return rows
+
+
+# the colours of the generated steps 1 to n-1 (the last one is yellow): Okabe-Ito's, each far from its
+# neighbours, from the prompt's dark blue and from the vermillion outline of the current step's column
+_STEP_COLOURS = ["#56B4E9", "#CC79A7", "#009E73", "#E69F00", "#0072B2", "#999999"]
+_PROMPT, _LAST = SEQUENTIAL[0][1], OKABE_ITO[6]  # cividis's dark blue; yellow
+
+
+def _step_scale(last: int) -> list:
+    """A colour scale of one flat band per generation step 0..last (for cmin -0.5, cmax last + 0.5): the
+    prompt dark blue, the last step yellow, the steps between in distinct colours (more steps than colours:
+    cividis's lighter part, from step 1 on, so the prompt stays apart)."""
+    if last <= len(_STEP_COLOURS) + 1:
+        colours = [_PROMPT] + _STEP_COLOURS[: max(last - 1, 0)] + ([_LAST] if last else [])
+    else:
+        colours = [_PROMPT] + sample_colorscale(SEQUENTIAL, [0.3 + 0.7 * k / (last - 1) for k in range(last)])
+    n = len(colours)
+    return [[edge / n, c] for i, c in enumerate(colours) for edge in (i, i + 1)]
 
 
 def _position_labels(snaps, width: int) -> list[list[str]]:
@@ -156,19 +176,21 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
                                        xaxis=dict(ticktext=labels[k])))
                   for k, (heat, mem) in ((k, traces(k)) for k in range(len(snaps)))]
     fig.update_layout(template="plotly_white", font=FONT, height=560, showlegend=False, shapes=shapes(0),
-                      # one colour scale for every frame: the step that wrote a cell, 0 to the last
-                      coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=max(steps[-1], 1),
-                                     colorbar=dict(title="written<br>at step", len=0.55, y=0.75)),
+                      # one colour scale for every frame: the step that wrote a cell, 0 to the last,
+                      # one flat colour each (a tick per step when they fit)
+                      coloraxis=dict(colorscale=_step_scale(steps[-1]), cmin=-0.5, cmax=steps[-1] + 0.5,
+                                     colorbar=dict(title="written<br>at step", len=0.55, y=0.75,
+                                                   **(dict(tickvals=steps) if len(steps) <= 12 else {}))),
                       title=dict(text=title(0), font=dict(size=13)),
+                      # the steps' names: the book's readout ("2 of 7: step 1") counts the frames already
                       **animation_controls([str(k) for k in range(len(snaps))],
-                                           [f"{k + 1}/{len(snaps)}" for k in range(len(snaps))], 700,
-                                           "frame ", buttons=dict(y=-0.1)),
+                                           ["step 0 (prompt)"] + [f"step {k}" for k in steps[1:]], 700,
+                                           "generation ", buttons=dict(y=-0.1)),
                       margin=dict(l=80, r=20, t=80, b=110))
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     # one column per position, named by the labels of the frame shown
-    # (small labels: on a phone they stand upright, one per column, and must not touch)
     fig.update_xaxes(type="linear", tickmode="array", tickvals=list(range(width)), ticktext=labels[0],
-                     tickfont=dict(size=9), range=[-0.5, width - 0.5], row=1, col=1)
+                     range=[-0.5, width - 0.5], row=1, col=1)
     fig.update_xaxes(title="generation step", range=[-0.5, steps[-1] + 0.5], dtick=1, row=2, col=1)
     fig.update_yaxes(title="KiB", range=[0, max(kib) * 1.1], row=2, col=1)
     return fig

@@ -247,19 +247,63 @@ var tinytfCore = (function () {
     });
     return w;
   }
-  function tickRoom(f, s, width) {  // px under a subplot for its x tick labels (turned when they collide)
+  var TICK_FLOOR = 8;        // px: upright tick labels shrink to this font size, then every k-th is shown
+  var TICK_LINE = 1.3;       // an upright label's width (1.1 px per px of font size) with a gap, per px of size
+  // px under a subplot for its x tick labels: turned upright when they collide; upright labels that still
+  // do not fit one per column get a smaller font (down to TICK_FLOOR) and then only every k-th is shown
+  function tickRoom(f, s, width) {
     if (s.xa.showticklabels === false || s.xa.visible === false) { return 6; }
-    var size = (s.xa.tickfont && s.xa.tickfont.size) || 12, labels = [];
+    var size = (s.xa.tickfont && s.xa.tickfont.size) || (f.layout.font && f.layout.font.size) || 12;
+    var uniq = tickLabels(f, s);
+    if (!uniq.length) { return size + 14; }
+    var longest = function (sz) { return Math.max.apply(null, uniq.map(function (v) { return textWidth(v, sz); })); };
+    if (uniq.length * (longest(size) + 8) <= width) { return size + 14; }
+    s.xa.tickangle = -90;  // crowded labels stand upright (plotly's own choice of angle can still collide)
+    var column = tickColumn(s, uniq.length, width);  // px from one tick to the next
+    // upright array ticks (every one drawn) that touch: a smaller font, then fewer labels (with automatic
+    // ticks plotly itself draws only as many category labels as fit)
+    if (s.xa.tickmode === "array" && Array.isArray(s.xa.tickvals) && size * TICK_LINE > column) {
+      size = Math.max(TICK_FLOOR, Math.floor(column / TICK_LINE));
+      s.xa.tickfont = Object.assign({}, s.xa.tickfont || {}, { size: size });
+      if (size * TICK_LINE > column) { thinTicks(f, s, Math.ceil(size * TICK_LINE / column)); }
+    }
+    return Math.min(longest(size), 120) + size + 10;
+  }
+  // the x tick labels of subplot s: its array ticks (the figure's and every frame's), else its string x values
+  function tickLabels(f, s) {
+    var labels = [], key = axisKey(s.xr);
     f.data.forEach(function (t) {
       if ((t.xaxis || "x") === s.xr && Array.isArray(t.x) && typeof t.x[0] === "string") { labels = labels.concat(t.x); }
     });
-    if (Array.isArray(s.xa.ticktext) && s.xa.ticktext.length) { labels = s.xa.ticktext.map(String); }  // what is drawn
-    var uniq = labels.filter(function (v, i) { return labels.indexOf(v) === i; });
-    if (!uniq.length) { return size + 14; }
-    var longest = Math.max.apply(null, uniq.map(function (v) { return textWidth(v, size); }));
-    if (uniq.length * (longest + 8) <= width) { return size + 14; }
-    s.xa.tickangle = -90;  // crowded labels stand upright (plotly's own choice of angle can still collide)
-    return Math.min(longest, 120) + size + 10;
+    if (Array.isArray(s.xa.ticktext) && s.xa.ticktext.length) {  // what is drawn, on every frame
+      labels = [].concat.apply(s.xa.ticktext.map(String), (f.frames || []).map(function (fr) {
+        var ax = fr.layout && fr.layout[key];
+        return ax && Array.isArray(ax.ticktext) ? ax.ticktext.map(String) : [];
+      }));
+    }
+    return labels.filter(function (v, i) { return labels.indexOf(v) === i; });
+  }
+  // px between neighbouring ticks: array ticks on a numeric range from their values, else one per label
+  function tickColumn(s, n, width) {
+    var vals = Array.isArray(s.xa.tickvals) ? s.xa.tickvals.filter(function (v) { return typeof v === "number"; }) : [];
+    var r = s.xa.range;
+    if (vals.length > 1 && Array.isArray(r) && typeof r[0] === "number" && r[1] !== r[0]) {
+      vals = vals.slice().sort(function (a, b) { return a - b; });
+      var step = Infinity;
+      for (var i = 1; i < vals.length; i++) { if (vals[i] > vals[i - 1]) { step = Math.min(step, vals[i] - vals[i - 1]); } }
+      return step * width / Math.abs(r[1] - r[0]);
+    }
+    return width / Math.max(n, 1);
+  }
+  // show every k-th array tick of subplot s, thinned alike on the figure and on every frame (a frame that
+  // carries its own ticktext or tickvals keeps them in step with the figure's)
+  function thinTicks(f, s, k) {
+    var keep = function (v, i) { return i % k === 0; }, key = axisKey(s.xr);
+    [s.xa].concat((f.frames || []).map(function (fr) { return fr.layout && fr.layout[key]; })).forEach(function (ax) {
+      if (!ax) { return; }
+      if (Array.isArray(ax.tickvals)) { ax.tickvals = ax.tickvals.filter(keep); }
+      if (Array.isArray(ax.ticktext)) { ax.ticktext = ax.ticktext.filter(keep); }
+    });
   }
   // Lay the subplots out again in lines, in reading order: on a narrow screen (`force`) one per
   // line, full width; otherwise as many side by side as fit at MIN_SUBPLOT px or more (never more

@@ -67,19 +67,13 @@ class _Canvas:
         # traces reserved per row of panels (a stage's rows sit at the top, right under the title)
         self.slots = [0] * self.n_rows
         for st in stages:
-            for r, row in enumerate(st.rows, start=self.first_row(len(st.rows))):
+            for r, row in enumerate(st.rows):
                 self.slots[r] = max(self.slots[r], len(row))
         # vertical layout in paper coordinates: equal row heights, a stage's rows at the top
         self.top, bottom = 0.97, 0.02
         self.label_h = 0.09 if T <= 4 else 0.06
         self.row_h = (self.top - bottom - self.n_rows * self.label_h) / self.n_rows
         self.diagram_row = 0  # the position diagram sits beside the top row
-
-    def first_row(self, n: int) -> int:
-        """The canvas row where a stage of ``n`` rows of panels starts: the top row, so that the drawing
-        of every stage starts right under its title (plotly.animate cannot move subplots; a stage with
-        fewer rows leaves the room below it empty, not a band between the title and the drawing)."""
-        return 0
 
     def array(self, name):
         if name not in self.arrays:
@@ -168,10 +162,9 @@ def _stage_frame(cv: _Canvas, st, rows, k: int, n_stages: int, t, T: int, ylab) 
     """The animation frame of stage ``st`` (the k-th of n_stages): its traces, in fixed slots, and its layout."""
     fr = _Frame(cv.n_rows)
     axes_layout = {}
-    offset = cv.first_row(len(rows))  # a one-row stage sits in the bottom row
     for r in range(cv.n_rows):
-        axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=offset <= r < offset + len(rows))
-    for r, row_layout in enumerate(rows, start=offset):
+        axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=r < len(rows))
+    for r, row_layout in enumerate(rows):
         _place_row(cv, fr, r, row_layout, t, ylab)
     data = []
     for r in range(cv.n_rows):  # fixed number of traces per row, so frames map onto the same traces
@@ -238,12 +231,10 @@ def _stepper_layout(cv: _Canvas, first: dict, T: int, ylab, fig_height: int, con
                     fixedrange=True),
         coloraxis=dict(first["layout"]["coloraxis"], colorscale=DIVERGING,
                        colorbar=dict(title=dict(text="value", side="right"), x=0.92, xanchor="left", len=0.75,
-                                      y=1, yanchor="top",
-                                     thickness=11)),
+                                     y=1, yanchor="top", thickness=11)),
         coloraxis2=dict(first["layout"]["coloraxis2"], colorscale=SEQUENTIAL, cmin=0, cmax=1,
                         colorbar=dict(title=dict(text="weight", side="right"), x=0.92, xanchor="left", len=0.75,
-                                      y=1, yanchor="top",
-                                      thickness=11)),
+                                      y=1, yanchor="top", thickness=11)),
         annotations=first["layout"]["annotations"],
         **controls,
     )
