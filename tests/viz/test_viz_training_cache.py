@@ -45,6 +45,8 @@ def test_lr_schedule_figure_draws_the_training_schedule():
     assert rates == [tinytf.train.lr_at(s, 50, 3e-3, 5, "cosine") for s in range(50)]  # the loop's own function
     assert rates[4] == 3e-3 and rates[0] == 3e-3 / 5 and abs(rates[-1] - 3e-4) < 1e-5  # warm-up, peak, 10%
     assert [a.text for a in fig.layout.annotations] == ["10% of the peak", "warm-up ends: step 5"]
+    note = fig.layout.annotations[1]  # at the peak in data coordinates (plotly's default would be the paper)
+    assert (note.xref, note.yref, note.x, note.y) == ("x", "y", 5, 3e-3)
     flat = lr_schedule_figure(20, 1e-3, 0, schedule="constant")
     assert set(flat.data[0].y) == {1e-3} and not flat.layout.annotations
     with pytest.raises(tinytf.TinyTFInputError, match="schedule"):

@@ -81,7 +81,7 @@ def lr_schedule_figure(steps: int, lr: float, warmup_steps: int, schedule: str =
                       annotation_position="bottom right")
     if warmup_steps:
         fig.add_annotation(x=warmup_steps, y=lr, text=f"warm-up ends: step {warmup_steps}", showarrow=False,
-                           xanchor="left", yanchor="bottom")
+                           xref="x", yref="y", xanchor="left", yanchor="bottom")  # data coordinates
     fig.update_layout(template="plotly_white", font=FONT, height=320, title=title, showlegend=False,
                       margin=dict(l=70, r=20, t=60, b=50))
     fig.update_xaxes(title="training step")
