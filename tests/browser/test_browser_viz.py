@@ -202,8 +202,10 @@ def drive_book_stepper(page, console_errors, shots_dir: Path | None = None):
 
     step_through(gd, goto, names, shots_dir)
     goto(0)
-    page.evaluate("""() => { window.__frames = [];
-        document.querySelector('[data-test-stepper]').on('plotly_animatingframe', e => window.__frames.push(e.name)); }""")
+    # each step drawn (by Plotly.animate, or afresh when a step changes colour axis): the step the core shows
+    page.evaluate("""() => { window.__frames = []; const gd = document.querySelector('[data-test-stepper]');
+        gd.on('plotly_afterplot', () => { const r = gd._tinytf, name = r.steps[r.index].name;
+            if (window.__frames[window.__frames.length - 1] !== name) window.__frames.push(name); }); }""")
     # Play's pace is the figure's (1.5 s a frame); the order of the frames is what is checked, so faster here
     page.evaluate(f"() => {{ document.querySelector('[data-test-stepper]')._tinytf.duration = {PLAY_MS}; }}")
     wrap.locator("button.tinytf-anim-play").click()

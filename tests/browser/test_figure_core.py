@@ -442,3 +442,55 @@ def test_upright_tick_labels_never_touch_on_any_frame(browser, prompt):
         assert not errors, errors
     finally:
         context.close()
+
+
+# --------------------------------------------------------------------------- a frame that changes colour axis
+# Plotly.animate drew chapter 6's attention weights (the softmax step moves the score heatmaps to a second
+# colour axis) one row below their labels: "0: c" over an empty band, the last row over the key labels.
+ROW_OF_FIRST_LABEL = """() => {
+  const gd = document.getElementById('fig');
+  const img = [...gd.querySelectorAll('.heatmaplayer image')].find((i) => i.getBoundingClientRect().height > 0);
+  const label = [...gd.querySelectorAll('.ytick text')].find((t) => t.textContent.trim().startsWith('0:'));
+  const r = img.getBoundingClientRect(), l = label.getBoundingClientRect();
+  return {row: ((l.top + l.bottom) / 2 - r.top) / (r.height / 3), title: gd._fullLayout.title.text || ''};
+}"""
+
+
+def test_a_frame_that_changes_colour_axis_keeps_rows_on_their_labels(browser):
+    """Every step of the block stepper: the label "0: c" sits on the first of the three rows drawn (row
+    coordinate between 0 and 1, in rows from the heatmap's top), the softmax step included."""
+    from pathlib import Path
+
+    import plotly
+
+    import tinytf
+    from tinytf.viz.render import figure_dict
+    from tinytf.viz.stepper import block_stepper
+
+    tinytf.seed_everything(0)
+    model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=1)).eval()
+    spec = figure_dict(block_stepper(model, "cat"))
+    names = [fr["name"] for fr in spec["frames"]]
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head>"
+                         "<body style='margin:0;width:1000px;padding:16px'>"
+                         "<div id='fig' class='plotly-graph-div tinytf-figure'></div></body></html>")
+        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
+                            .read_text(encoding="utf-8"))
+        page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }", spec)
+        page.wait_for_function("() => !!document.querySelector('#fig .heatmaplayer image')")
+        assert "softmax" in names, names
+        for k in range(len(names)):
+            page.evaluate(STEP_TO, k)
+            page.wait_for_timeout(300)
+            got = page.evaluate(ROW_OF_FIRST_LABEL)
+            assert 0 < got["row"] < 1, (names[k], got)
+        assert not errors, errors
+    finally:
+        context.close()

@@ -910,6 +910,7 @@ var tinytfCore = (function () {
   // Plotly.animate rejects its promise (with no reason) when a newer animate call interrupts it, as
   // fast keys or a quick Play/Pause do: that is the expected outcome, not an error.
   function toFrame(rec, i) {
+    if (rec.redrawFrames) { return render(rec); }  // drawn afresh with frame i merged (see switchesColourAxis)
     return Promise.resolve(window.Plotly.animate(rec.el, [rec.steps[i].name], {
       mode: "immediate", frame: { duration: 0, redraw: true }, transition: { duration: 0 } })).catch(function () {});
   }
@@ -1079,6 +1080,18 @@ var tinytfCore = (function () {
     return Promise.resolve(window.Plotly.relayout(rec.el, upd)).then(function () { return fit(rec, f, k, pass + 1); });
   }
 
+  // Plotly.animate draws a heatmap whose frame moves it to another colour axis one row off its labels
+  // (plotly.js 4.1, chapter 6's stepper at its softmax step; a fresh draw of the same data is right): the
+  // steps of such a figure are drawn afresh with their frame merged, as a frame is merged when redrawn
+  function switchesColourAxis(spec) {
+    var base = spec.data || [];
+    return (spec.frames || []).some(function (fr) {
+      return (fr.data || []).some(function (d, j) {
+        var t = base[fr.traces ? fr.traces[j] : j] || {};
+        return isObject(d) && d.coloraxis !== undefined && d.coloraxis !== (t.coloraxis || "coloraxis");
+      });
+    });
+  }
   function setSpec(rec, spec) {
     var titles = {};
     rec.spec = spec;
@@ -1088,6 +1101,7 @@ var tinytfCore = (function () {
     rec.duration = frameDuration(spec);
     var active = spec.layout.sliders && spec.layout.sliders[0] && spec.layout.sliders[0].active;
     rec.opening = active > 0 && active < rec.steps.length ? active : 0;  // the step the figure's data shows
+    rec.redrawFrames = switchesColourAxis(spec);
     rec.frameTitle = function (i) {
       var t = rec.steps.length ? titles[rec.steps[i].name] : null;
       return t || titleText(spec.layout.title);
