@@ -86,15 +86,14 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     """Heatmaps of attention weights, query (rows) x key (columns): the mean over heads first,
     then one panel per head (``heads``: "all" | "mean" | "each" | a head index | a list of "mean" and head
     indices, e.g. ``("mean", 0)``: fewer panels, a shorter figure on a phone, where the panels stack), sharing
-    one 0..1 colour scale. Masked cells (the causal mask's
-    -inf scores) are grey with an x and hover "masked". kind="cross" (EncoderDecoder) shows
-    target (rows) x source (columns); kind="encoder" the encoder's bidirectional self-attention.
+    one 0..1 colour scale. Masked cells (the causal mask's -inf scores) are grey with an x and hover "masked".
+    kind="cross" (EncoderDecoder) shows target (rows) x source (columns); kind="encoder" the encoder's
+    bidirectional self-attention.
 
     ``model_or_trace``: a model with ``ids`` (string / ids; a (src, tgt) pair for an EncoderDecoder)
     or a Trace (then ``labels``: a list of query labels, or (target labels, source labels)).
 
-    ``outline``: (row, column) cells, as positions (0-based), to draw a box around in every panel, e.g.
-    the cells a hypothesis predicts the weight should sit on."""
+    ``outline``: (row, column) positions (0-based) boxed in every panel, e.g. where a hypothesis puts the weight."""
     t = get_traced(model_or_trace, ids, labels=labels, batch=batch)
     wname, mname = attention_names(t.trace, layer, kind)
     w = bnd.source(t.trace, wname)[t.batch]  # [H, T, S]; values read from the trace are Bound (value + recipe)
