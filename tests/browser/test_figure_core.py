@@ -291,24 +291,10 @@ def _side_by_side_spec() -> dict:
 
 @pytest.mark.parametrize("width", [700, 375])
 def test_a_wide_panel_on_a_line_of_its_own_starts_at_the_left(browser, width):
-    from pathlib import Path
-
-    import plotly
-
     import book_browser
 
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
+    context, page, _ = _draw_alone(browser, _side_by_side_spec(), width)
     try:
-        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head>"
-                         f"<body style='margin:0;width:{width - 32}px;padding:16px'>"
-                         "<div id='fig' class='plotly-graph-div tinytf-figure'></div></body></html>")
-        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
-        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
-                            .read_text(encoding="utf-8"))
-        page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }",
-                      _side_by_side_spec())
         page.wait_for_function("() => !!document.querySelector('#fig svg.main-svg')")
         got = page.evaluate("""() => { const L = document.getElementById('fig')._fullLayout;
             return {x: [L.xaxis._offset, L.xaxis._length], x2: [L.xaxis2._offset, L.xaxis2._length],
@@ -397,15 +383,32 @@ STEP_TO = """async (k) => {
 }"""
 
 
+def _draw_alone(browser, spec, width: int):
+    """``spec`` drawn by the figure core alone on a page ``width`` px wide: (context, page, page errors)."""
+    from pathlib import Path
+
+    import plotly
+
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_content("<!doctype html><html lang='en'><head><title>core</title></head>"
+                     f"<body style='margin:0;width:{width - 32}px;padding:16px'>"
+                     "<div id='fig' class='plotly-graph-div tinytf-figure'></div></body></html>")
+    page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+    page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
+                        .read_text(encoding="utf-8"))
+    page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }", spec)
+    return context, page, errors
+
+
 @pytest.mark.parametrize("prompt", ["python" + "pyt", "abcdefghijklmnopqrstuvwxyz" + "abcdefghijkl"],
                          ids=["16 columns", "45 columns"])
 def test_upright_tick_labels_never_touch_on_any_frame(browser, prompt):
     """16 columns: the font shrinks (13 px labels touched); 45 columns: 8 px labels still do not fit one per
     column, so every k-th is shown, and on each frame the labels shown are that frame's."""
-    from pathlib import Path
-
-    import plotly
-
     import tinytf
     from tinytf.viz.cache import cache_growth
     from tinytf.viz.render import figure_dict
@@ -415,19 +418,8 @@ def test_upright_tick_labels_never_touch_on_any_frame(browser, prompt):
     ids = [2] + tinytf.encode(prompt).tolist()  # <bos> first ("0: #2"), as in chapter 10
     spec = figure_dict(cache_growth(model, ids, max_new_tokens=6))
     labels = [[t.strip() for t in fr["layout"]["xaxis"]["ticktext"]] for fr in spec["frames"]]
-    context = browser.new_context(viewport={"width": 375, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = _draw_alone(browser, spec, 375)
     try:
-        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head>"
-                         "<body style='margin:0;width:343px;padding:16px'>"
-                         "<div id='fig' class='plotly-graph-div tinytf-figure'></div></body></html>")
-        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
-        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
-                            .read_text(encoding="utf-8"))
-        page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }", spec)
         page.wait_for_function("() => !!document.querySelector('#fig svg.main-svg .xtick')")
         for k in range(len(labels)):
             at = page.evaluate(STEP_TO, k)
@@ -459,10 +451,6 @@ ROW_OF_FIRST_LABEL = """() => {
 def test_a_frame_that_changes_colour_axis_keeps_rows_on_their_labels(browser):
     """Every step of the block stepper: the label "0: c" sits on the first of the three rows drawn (row
     coordinate between 0 and 1, in rows from the heatmap's top), the softmax step included."""
-    from pathlib import Path
-
-    import plotly
-
     import tinytf
     from tinytf.viz.render import figure_dict
     from tinytf.viz.stepper import block_stepper
@@ -471,19 +459,8 @@ def test_a_frame_that_changes_colour_axis_keeps_rows_on_their_labels(browser):
     model = tinytf.TinyTransformer(tinytf.TinyConfig(d_model=32, n_heads=2, d_ff=64, n_layers=1)).eval()
     spec = figure_dict(block_stepper(model, "cat"))
     names = [fr["name"] for fr in spec["frames"]]
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    context, page, errors = _draw_alone(browser, spec, 1032)
     try:
-        page.set_content("<!doctype html><html lang='en'><head><title>core</title></head>"
-                         "<body style='margin:0;width:1000px;padding:16px'>"
-                         "<div id='fig' class='plotly-graph-div tinytf-figure'></div></body></html>")
-        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
-        page.add_script_tag(content=(Path(__file__).resolve().parents[2] / "tinytf/viz/figure_core.js")
-                            .read_text(encoding="utf-8"))
-        page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('fig'), fig); }", spec)
         page.wait_for_function("() => !!document.querySelector('#fig .heatmaplayer image')")
         assert "softmax" in names, names
         for k in range(len(names)):
