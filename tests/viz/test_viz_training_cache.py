@@ -47,6 +47,8 @@ def test_lr_schedule_figure_draws_the_training_schedule():
     assert [a.text for a in fig.layout.annotations] == ["10% of the peak", "warm-up ends: step 5"]
     note = fig.layout.annotations[1]  # at the peak in data coordinates (plotly's default would be the paper)
     assert (note.xref, note.yref, note.x, note.y) == ("x", "y", 5, 3e-3)
+    assert list(fig.layout.yaxis.tickvals) == pytest.approx([1e-3, 2e-3, 3e-3])  # no "0" to meet the x axis's
+    assert list(lr_schedule_figure(20, 1e-3, 2).layout.yaxis.tickvals) == pytest.approx([5e-4, 1e-3])
     flat = lr_schedule_figure(20, 1e-3, 0, schedule="constant")
     assert set(flat.data[0].y) == {1e-3} and not flat.layout.annotations
     with pytest.raises(tinytf.TinyTFInputError, match="schedule"):

@@ -6,6 +6,8 @@ only arranges them. And the learning-rate schedule of a run (``lr_schedule_figur
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -85,5 +87,9 @@ def lr_schedule_figure(steps: int, lr: float, warmup_steps: int, schedule: str =
     fig.update_layout(template="plotly_white", font=FONT, height=320, title=title, showlegend=False,
                       margin=dict(l=70, r=20, t=60, b=50))
     fig.update_xaxes(title="training step")
-    fig.update_yaxes(title="learning rate", range=[0, 1.2 * lr], tickformat=".4~f")
+    # ticks above 0 only: a "0" on each axis would meet in the corner
+    step = 10 ** math.floor(math.log10(lr))
+    step = step / 2 if 2 * step > 1.2 * lr else step  # at least two ticks
+    ticks = [k * step for k in range(1, int(1.2 * lr / step + 1e-9) + 1)]
+    fig.update_yaxes(title="learning rate", range=[0, 1.2 * lr], tickvals=ticks, tickformat=".4~f")
     return fig
