@@ -55,6 +55,9 @@ def test_lr_schedule_figure_draws_the_training_schedule():
         lr_schedule_figure(20, 1e-3, 2, schedule="linear")
     with pytest.raises(tinytf.TinyTFInputError, match="steps"):
         lr_schedule_figure(0, 1e-3, 2)
+    for bad in (0, -1e-3, float("nan"), "3e-3"):  # a clear message, not a math domain error
+        with pytest.raises(tinytf.TinyTFInputError, match="lr"):
+            lr_schedule_figure(20, bad, 2)
 
 @pytest.fixture(scope="module")
 def model():

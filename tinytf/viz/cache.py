@@ -90,7 +90,7 @@ def _written_at(snaps, k, width):
 
 # the colours of the generated steps 1 to n-1 (the last one is yellow): Okabe-Ito's, each far from its
 # neighbours, from the prompt's dark blue and from the vermillion outline of the current step's column
-_STEP_COLOURS = ["#56B4E9", "#CC79A7", "#009E73", "#E69F00", "#0072B2", "#999999"]
+_STEP_COLOURS = [OKABE_ITO[i] for i in (4, 3, 2, 1, 0)] + ["#999999"]  # sky blue, pink, green, orange, blue, grey
 _PROMPT, _LAST = SEQUENTIAL[0][1], OKABE_ITO[6]  # cividis's dark blue; yellow
 
 

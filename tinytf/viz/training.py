@@ -71,6 +71,8 @@ def lr_schedule_figure(steps: int, lr: float, warmup_steps: int, schedule: str =
     and a note the step where the warm-up ends."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise TinyTFInputError(f"lr_schedule_figure: steps: expected a positive number of steps, got {steps!r}")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
+        raise TinyTFInputError(f"lr_schedule_figure: lr: expected a positive learning rate, got {lr!r}")
     if schedule not in ("cosine", "constant"):
         raise TinyTFInputError(f"lr_schedule_figure: schedule: expected 'cosine' or 'constant', got {schedule!r}")
     x = np.arange(steps, dtype=np.float64)  # numpy: stored as a compact typed array
