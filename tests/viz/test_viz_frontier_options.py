@@ -65,3 +65,17 @@ def test_logit_figure_draws_each_qk_norm_run_against_its_own_bound():
         assert line.line.color == curve.line.color and f"seed {seed}" in line.hovertemplate
         assert all(m <= b for m, b in zip(curve.y, line.y))
     assert fig.layout.legend.yanchor == "bottom"  # on the log axis the legend sits where no curve falls
+
+
+def test_cache_figure_names_a_line_that_lies_on_an_earlier_one():
+    """Two models with the same cache per token up to a window: the later one's legend entry says where the
+    lines coincide, the covered line is drawn wider, and each model has its own marker."""
+    full = tinytf.TinyConfig(d_model=32, n_heads=2, n_layers=2, d_ff=64)
+    local = full.replace(sliding_window=tinytf.SlidingWindow(size=1025))
+    other = full.replace(n_layers=4)
+    lengths = [256, 512, 1024, 2048, 4096]
+    fig = fv.cache_context_figure({"full": full, "local": local, "other": other}, lengths, dtype=torch.float32)
+    a, b, c = fig.data
+    assert [a.name, b.name, c.name] == ["full", "local (= full up to 1k)", "other"]
+    assert a.line.width > b.line.width == c.line.width
+    assert len({a.marker.symbol, b.marker.symbol, c.marker.symbol}) == 3

@@ -168,7 +168,9 @@ def sliding_window_figure(model_or_cfg, T: int | None = None, ids=None, frame_ms
 def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batch: int = 1, contexts: dict | None = None):
     """KV-cache bytes (``tinytf.kv_cache_bytes``) of each config against the context length, log-log.
     ``contexts`` ({name: context length}, optional) ends each model's line at the last length within its
-    context and continues it, faint and dotted and without a legend entry, over the lengths past it."""
+    context and continues it, faint and dotted and without a legend entry, over the lengths past it.
+    Each model has its own dash and marker; a line equal (within 1%) to an earlier model's from the first length
+    on is named "NAME (= OTHER up to T)" in the legend, and the line it covers is drawn wider."""
     if not configs:
         raise TinyTFInputError("cache_context_figure: no configs")
     contexts = dict(contexts or {})
@@ -180,14 +182,35 @@ def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batc
     lengths = list(lengths) if lengths is not None else [2 ** k for k in range(7, 18)]
     fig = go.Figure()
     dashes = ["solid", "dash", "dashdot", "longdash", "longdashdot"]  # "dot" is kept for the lines past a context
+    symbols = ["circle", "square", "diamond", "triangle-up", "x"]
+    gibs = {name: [kv_cache_bytes(cfg, T, batch, dtype) / 2 ** 30 for T in lengths] for name, cfg in configs.items()}
+    ends = {name: sum(T <= contexts.get(name, max(lengths)) for T in lengths) for name in configs}
+    # a line that lies on an earlier one (within 1%) from the first length on is drawn over it: the legend says so
+    # up to where, and the covered line is drawn wider, so that both stay visible
+    same_as, covered = {}, set()
+    names = list(configs)
+    for j, name in enumerate(names):
+        for other in names[:j]:
+            run = 0
+            while (run < min(ends[name], ends[other])
+                   and abs(gibs[name][run] - gibs[other][run]) <= 0.01 * gibs[other][run]):
+                run += 1
+            if run >= 2:
+                T = lengths[run - 1]
+                same_as[name] = f"{name} (= {other} up to {T // 1024}k)" if T >= 1024 and T % 1024 == 0 \
+                    else f"{name} (= {other} up to {T:,})"
+                covered.add(other)
+                break
     for j, (name, cfg) in enumerate(configs.items()):
-        gib = [kv_cache_bytes(cfg, T, batch, dtype) / 2 ** 30 for T in lengths]
+        gib = gibs[name]
         text = [format_bytes(kv_cache_bytes(cfg, T, batch, dtype)) for T in lengths]
         color = OKABE_ITO[j % len(OKABE_ITO)]
         inside = [i for i, T in enumerate(lengths) if T <= contexts.get(name, max(lengths))]
+        wide = name in covered
         fig.add_trace(go.Scatter(x=[lengths[i] for i in inside], y=[gib[i] for i in inside], mode="lines+markers",
-                                 name=name, text=[text[i] for i in inside],
-                                 line=dict(color=color, dash=dashes[j % len(dashes)]),
+                                 name=same_as.get(name, name), text=[text[i] for i in inside],
+                                 line=dict(color=color, dash=dashes[j % len(dashes)], width=6 if wide else 2),
+                                 marker=dict(symbol=symbols[j % len(symbols)], size=13 if wide else 7),
                                  hovertemplate=f"{name}<br>%{{x:,}} tokens: %{{text}}<extra></extra>"))
         past = [i for i in range(len(lengths)) if i not in inside]
         if past:
