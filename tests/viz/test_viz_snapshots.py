@@ -77,3 +77,30 @@ def test_head_comparison_panels_are_the_models_traces():
         head_comparison({}, TEXT)
     with pytest.raises(tinytf.TinyTFInputError):
         head_comparison(models, TEXT, head=7)
+
+
+def test_head_comparison_has_a_short_narrow_layout_with_the_same_maps_and_words():
+    """On a phone the maps stand one above the other, each PHONE_MAP_PX tall (at their wide height, T * 16 px
+    each, two maps made the figure about 1,800 px tall); the same traced maps, the wide figure's panel names."""
+    from tinytf.viz import snapshots
+    from tinytf.viz.render import figure_dict
+
+    models = {"trained": tinytf.pretrained("text-4l"), "untrained twin": tinytf.pretrained.untrained("text-4l")}
+    fig = snapshots.head_comparison(models, TEXT, layer=1, head=1)
+    narrow = fig.layout.meta["tinytf"]["narrow"]
+    assert narrow["below"] == snapshots.NARROW_BELOW
+    N = narrow["figure"]
+    assert [t["name"] for t in N["data"]] == list(models)
+    for wide_map, narrow_map in zip(fig.data, N["data"]):
+        np.testing.assert_array_equal(np.array(wide_map.z, dtype=float), np.asarray(narrow_map["z"], dtype=float))
+    wide_names = [a.text for a in fig.layout.annotations]
+    assert [wide_names[i] for i in narrow["text_of"]] == [a["text"] for a in N["layout"]["annotations"]]
+    L = N["layout"]
+    plot_h = L["height"] - L["margin"]["t"] - L["margin"]["b"]
+    y_domains = [L["yaxis"]["domain"], L["yaxis2"]["domain"]]
+    assert y_domains[0][0] > y_domains[1][1]  # the first model on top, the panels apart
+    for lo, hi in y_domains:
+        assert abs((hi - lo) * plot_h - snapshots.PHONE_MAP_PX) <= 1
+    assert L["xaxis"]["domain"] == L["xaxis2"]["domain"] == [0, 1]
+    spec = figure_dict(fig)  # the maps of both layouts travel as typed arrays
+    assert "bdata" in spec["layout"]["meta"]["tinytf"]["narrow"]["figure"]["data"][0]["z"]

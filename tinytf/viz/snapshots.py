@@ -109,12 +109,49 @@ def snapshot_attention(models, text, layer: int = 0, head: int = 0, frame_ms: in
     return make_figure(frames[0]["data"], layout, frames)
 
 
+# below this width (px) the book's figure core draws head_comparison's narrow layout (its own NARROW: one
+# column), where each map would otherwise keep its wide height, T * 16 px, one above the other
+NARROW_BELOW = 600
+PHONE_MAP_PX = 240  # px: a map's height in the narrow layout, about as tall as a phone leaves it wide
+
+
+def _comparison_panels(maps: dict, lab: list, stacked: bool):
+    """Heatmaps and axes of head_comparison: one panel per model, side by side (stacked=False) or one above the
+    other (stacked=True), all on one colour axis; the panels' names as annotations, in the models' order."""
+    n, gap = len(maps), (0.1 if stacked else 0.06)
+    size = (1 - gap * (n - 1)) / n
+    data, axes, annotations = [], {}, []
+    for c, (label, z) in enumerate(maps.items()):
+        ax = "" if c == 0 else str(c + 1)
+        lo = (n - 1 - c) * (size + gap) if stacked else c * (size + gap)  # stacked: the first model on top
+        x_dom, y_dom = ([0, 1], [lo, lo + size]) if stacked else ([lo, lo + size], [0, 1])
+        data.append(dict(type="heatmap", z=z, x=lab, y=lab, coloraxis="coloraxis", name=str(label),
+                         xaxis=f"x{ax}", yaxis=f"y{ax}",
+                         hovertemplate=f"{label}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"))
+        axes[f"xaxis{ax}"] = dict(domain=x_dom, type="category", anchor=f"y{ax}", fixedrange=True,
+                                  tickfont=dict(size=9), tickangle=-90, categoryorder="array", categoryarray=lab,
+                                  title=dict(text="key (the byte read)"))
+        first = stacked or c == 0  # y labels: every stacked panel, the leftmost of a row
+        axes[f"yaxis{ax}"] = dict(domain=y_dom, type="category", anchor=f"x{ax}", autorange="reversed",
+                                  fixedrange=True, tickfont=dict(size=9), categoryorder="array", categoryarray=lab,
+                                  showticklabels=first, title=dict(text="query" if first else ""))
+        annotations.append(dict(text=f"<b>{label}</b>", x=sum(x_dom) / 2, y=y_dom[1], xref="paper", yref="paper",
+                                yanchor="bottom", showarrow=False, font=dict(size=12)))
+    return data, axes, annotations
+
+
 def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: str = "", labels=None):
     """One head's attention map on the bytes of ``text`` in several models side by side (e.g. {"trained": lm,
     "untrained twin": twin}), one panel per model sharing one 0..1 colour scale; masked cells are left blank.
     Every map is the trace entry ``blocks.{layer}.attn.weights[0, head]`` of that model's forward pass. Lighter
     than one ``attention_map`` per model (no mask marks), for long texts. The axes label each byte as
-    ``visible_labels`` does (a space as "␣", a line break as "↵"); ``labels``: one axis label per byte instead."""
+    ``visible_labels`` does (a space as "␣", a line break as "↵"); ``labels``: one axis label per byte instead.
+
+    The figure carries a second layout for narrow screens in ``layout.meta.tinytf.narrow`` (the book's figure
+    core draws it below ``NARROW_BELOW`` px): the same maps one above the other, each ``PHONE_MAP_PX`` tall
+    (stacked at their wide height, two maps of a 46-byte text made the figure about 1,800 px tall on a phone).
+    Its panel names are the wide figure's annotations (``text_of``), so a translation of the wide figure holds
+    for both."""
     if not isinstance(models, dict) or not models:
         raise TinyTFInputError("head_comparison: expected {label: model} with at least one model")
     cfg = next(iter(models.values())).config
@@ -124,33 +161,27 @@ def head_comparison(models: dict, text, layer: int = 0, head: int = 0, title: st
     T = ids.shape[-1]
     lab = axis_labels(visible_labels(ids) if labels is None else list(labels), T)
     masked = np.triu(np.ones((T, T), dtype=bool), k=1)
-    n, gap = len(models), 0.06
-    width = (1 - gap * (n - 1)) / n
-    data, layout, annotations = [], {}, []
-    for c, (label, _) in enumerate(models.items()):
-        ax = "" if c == 0 else str(c + 1)
-        x0 = c * (width + gap)
-        z = np.where(masked, np.nan, arr(traces[label][f"blocks.{layer}.attn.weights"][0, head]))
-        data.append(dict(type="heatmap", z=z, x=lab, y=lab, coloraxis="coloraxis", name=str(label),
-                         xaxis=f"x{ax}", yaxis=f"y{ax}",
-                         hovertemplate=f"{label}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"))
-        layout[f"xaxis{ax}"] = dict(domain=[x0, x0 + width], type="category", anchor=f"y{ax}", fixedrange=True,
-                                    tickfont=dict(size=9), tickangle=-90, categoryorder="array", categoryarray=lab,
-                                    title=dict(text="key (the byte read)"))
-        layout[f"yaxis{ax}"] = dict(domain=[0, 1], type="category", anchor=f"x{ax}", autorange="reversed",
-                                    fixedrange=True, tickfont=dict(size=9), categoryorder="array", categoryarray=lab,
-                                    showticklabels=c == 0, title=dict(text="query" if c == 0 else ""))
-        annotations.append(dict(text=f"<b>{label}</b>", x=x0 + width / 2, y=1.0, xref="paper", yref="paper",
-                                yanchor="bottom", showarrow=False, font=dict(size=12)))
+    maps = {label: np.where(masked, np.nan, arr(traces[label][f"blocks.{layer}.attn.weights"][0, head]))
+            for label in models}
+    data, layout, annotations = _comparison_panels(maps, lab, stacked=False)
+    colour = dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                  colorbar=dict(title=dict(text="weight", side="right"), x=1.01, xanchor="left", len=0.9,
+                                thickness=10))
+    n_data, n_axes, n_annotations = _comparison_panels(maps, lab, stacked=True)
+    n, top, bottom = len(maps), 40, 40
+    share = (1 - 0.1 * (n - 1)) / n  # of the plot's height, per map
+    narrow = dict(data=n_data, layout=dict(
+        font=FONT, height=top + bottom + round(PHONE_MAP_PX / share), showlegend=False,
+        margin=dict(l=60, r=80, t=top, b=bottom), annotations=n_annotations, plot_bgcolor="white",
+        coloraxis=colour, **n_axes))
     cell = 16 if T > 24 else 24
     layout.update(
         font=FONT, height=int(T * cell) + 200, showlegend=False, margin=dict(l=80, r=70, t=100, b=100),
         title=dict(text=(f"<b>Block {layer}, head {head}: attention weights</b><br><span style='font-size:12px'>"
                          f"{title or 'the same head in each model, on the same text; each row sums to 1'}</span>"),
                    x=0.01, xanchor="left"),
-        annotations=annotations, plot_bgcolor="white",
-        coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
-                       colorbar=dict(title=dict(text="weight", side="right"), x=1.01, xanchor="left", len=0.9,
-                                     thickness=10)),
+        annotations=annotations, plot_bgcolor="white", coloraxis=colour,
+        meta=dict(tinytf=dict(narrow=dict(below=NARROW_BELOW, figure=narrow,
+                                          text_of=list(range(len(n_annotations)))))),
     )
     return make_figure(data, layout)
