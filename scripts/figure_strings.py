@@ -164,7 +164,12 @@ def _strings(spec, visit, key=None, skip=False):
             return spec
         out = {}
         for k, v in spec.items():
-            if k in SKIP_KEYS or (k == "name" and key == "frames"):
+            if k == "meta" and isinstance(v, dict) and _narrow_figure(v) is not None:
+                # a figure's second drawing for narrow screens (layout.meta.tinytf.narrow.figure) is read by
+                # the reader too: its strings are translated like the wide figure's
+                out[k] = {**v, "tinytf": {**v["tinytf"], "narrow": {
+                    **v["tinytf"]["narrow"], "figure": _strings(_narrow_figure(v), visit)}}}
+            elif k in SKIP_KEYS or (k == "name" and key == "frames"):
                 out[k] = v
             elif k == "prefix" and isinstance(v, str):  # a slider's "stage: ": no space after a full-width colon
                 out[k] = re.sub(r"(?<=[\u3000-\u303f\uff00-\uffef])\s+$", "", visit(v))
@@ -178,6 +183,13 @@ def _strings(spec, visit, key=None, skip=False):
     if isinstance(spec, list):
         return [_strings(v, visit, key) for v in spec]
     return spec
+
+
+def _narrow_figure(meta: dict):
+    """The narrow-screen figure a layout's meta carries (``meta.tinytf.narrow.figure``), or None."""
+    narrow = (meta.get("tinytf") or {}).get("narrow") if isinstance(meta.get("tinytf"), dict) else None
+    figure = narrow.get("figure") if isinstance(narrow, dict) else None
+    return figure if isinstance(figure, dict) else None
 
 
 def figure_texts(spec: dict) -> list[str]:

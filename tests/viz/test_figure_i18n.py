@@ -171,6 +171,21 @@ def test_chinese_steps_and_frame_titles(catalogue):
     assert not catalogue.missing
 
 
+def test_the_narrow_screen_drawing_is_translated_too(catalogue):
+    # ch2's head comparison carries a second drawing for phones (layout.meta.tinytf.narrow.figure): its axis
+    # titles and hover text are the wide drawing's words and must not stay English on a Chinese phone
+    spec = _figure("02_causal_self_attention.ipynb",
+                   lambda s: "narrow" in ((s["layout"].get("meta") or {}).get("tinytf") or {})
+                   and s["layout"]["meta"]["tinytf"]["narrow"]["figure"].get("data"))
+    narrow_en = spec["layout"]["meta"]["tinytf"]["narrow"]["figure"]
+    narrow_zh = catalogue.figure(spec)["layout"]["meta"]["tinytf"]["narrow"]["figure"]
+    texts_en, texts_zh = fs.figure_texts(narrow_en), fs.figure_texts(narrow_zh)
+    worded = [(e, z) for e, z in zip(texts_en, texts_zh) if fs.is_message(fs.factor(e)[0])]
+    assert worded and all(CJK.search(z) for e, z in worded), worded
+    assert narrow_zh["data"][0]["z"] == narrow_en["data"][0]["z"]  # the numbers are untouched
+    assert not catalogue.missing
+
+
 def test_static_panel_in_chinese(catalogue):
     from tinytf.viz import static_panel
 
