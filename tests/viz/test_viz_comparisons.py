@@ -38,6 +38,8 @@ def test_points_and_bars_are_the_given_means_and_intervals(pairs):
                         highlight=[("A", "(1)")])
     means = [(y, x) for t in _traces(fig, "mean") for x, y in zip(t.x, t.y)]
     assert ("<b>(1)</b>", p1.mean) in means and ("(2)", p2.mean) in means and ("(1)", p2.mean) in means
+    pts = {y: (t.text[i], list(t.customdata[i])) for t in _traces(fig, "mean") for i, y in enumerate(t.y)}
+    assert pts["<b>(1)</b>"] == ("old vs new", [p1.lo, p1.hi])  # the hover: the pair and its interval
     plain = _traces(fig, "95% interval")
     focus = _traces(fig, "95% interval, a result that matters")
     assert list(focus[0].x) == [p1.lo, p1.hi, None] and focus[0].line.color == FOCUS

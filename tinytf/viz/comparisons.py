@@ -17,6 +17,7 @@ __all__ = ["forest_figure"]
 PLAIN, FOCUS = OKABE_ITO[0], OKABE_ITO[5]  # blue; vermillion for the highlighted rows
 CORRECTED = "#999999"  # grey: the page's line colour in light and dark mode
 ROW_PX = 30  # height of one row
+HOVER = "%{y}: %{text}<br>mean %{x:+.2f}, 95% interval %{customdata[0]:+.2f} to %{customdata[1]:+.2f}<extra></extra>"
 
 
 def _check_row(row, where: str):
@@ -78,15 +79,13 @@ def forest_figure(panels, highlight=(), title: str | None = None,
         def shown_label(label):
             return f"<b>{label}</b>" if (t, label) in focus else label
 
-        def hover(label, p, what):
-            return (f"{label}: {p.a} vs {p.b}<br>mean {p.mean:+.2f}, {what} {p.lo:+.2f} to {p.hi:+.2f}")
-
+        # the corrected bars stay out of the text alternative (which reads 16 values a trace): the table has them
         corr = [(shown_label(lab), c) for lab, _, c in rows if c is not None]
         if corr:
             xs, ys = _segments(corr, lambda c: c)
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=CORRECTED, width=2),
                                      name=names["corrected"], legendgroup="corrected",
-                                     showlegend="corrected" not in shown, hoverinfo="none"), row=k, col=1)
+                                     showlegend="corrected" not in shown, hoverinfo="skip"), row=k, col=1)
             shown.add("corrected")
         for key, color in (("interval", PLAIN), ("focus", FOCUS)):
             part = [(lab, p) for lab, p, _ in rows if ((t, lab) in focus) == (key == "focus")]
@@ -100,8 +99,8 @@ def forest_figure(panels, highlight=(), title: str | None = None,
                 x=[p.mean for _, p in part], y=[shown_label(lab) for lab, _ in part], mode="markers",
                 marker=dict(color=color, size=10), name=names["mean"],
                 legendgroup=key, showlegend=False,
-                text=[hover(lab, p, "95% interval") for lab, p in part],
-                hovertemplate="%{text}<extra></extra>"), row=k, col=1)
+                text=[f"{p.a} vs {p.b}" for _, p in part], customdata=[[p.lo, p.hi] for _, p in part],
+                hovertemplate=HOVER), row=k, col=1)
             shown.add(key)
         fig.update_yaxes(categoryorder="array", categoryarray=[shown_label(r[0]) for r in rows],
                          autorange="reversed", row=k, col=1)
