@@ -202,6 +202,10 @@ var tinytfCore = (function () {
     f.data.forEach(function (t) {
       var xr = t.xaxis || "x", yr = t.yaxis || "y", key = xr + yr;
       if (seen[key] || t.type === "pie") { return; }
+      // a subplot whose traces are all hidden is not laid out (a step of an animation that leaves it empty)
+      if (t.visible === false && !f.data.some(function (o) {
+        return o.visible !== false && (o.xaxis || "x") + (o.yaxis || "y") === key;
+      })) { return; }
       var xa = L[axisKey(xr)] || (L[axisKey(xr)] = {}), ya = L[axisKey(yr)] || (L[axisKey(yr)] = {});
       seen[key] = true;
       list.push({ key: key, xr: xr, yr: yr, xa: xa, ya: ya, x: (xa.domain || [0, 1]).slice(),

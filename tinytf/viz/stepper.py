@@ -107,10 +107,10 @@ class _Canvas:
         return self.row_domain(self.diagram_row, self.n_rows)
 
     def row_domain(self, r, n: int):
-        """Row r of a stage with n rows (paper coordinates). A row the stage does not use gets row 0's domain
-        (its axis is hidden and its traces sit on row 0's axis in that frame)."""
+        """Row r of a stage with n rows (paper coordinates). A row the stage does not use (its axis and traces
+        hidden in that frame) gets a sliver at the bottom, so that its empty subplot takes no hover from a row drawn."""
         if r >= n:
-            r = 0
+            return [0.0, 0.001]
         row_h = (self.top - self.bottom - n * self.label_h) / n
         y1 = self.top - r * (row_h + self.label_h) - self.label_h * 0.75
         return [y1 - row_h, y1]
@@ -176,21 +176,20 @@ def _stage_frame(cv: _Canvas, st, rows, k: int, n_stages: int, t, T: int, ylab) 
     fr = _Frame(cv.n_rows)
     n = len(rows)
     axes_layout = {}
-    for r in range(cv.n_rows):  # a row this stage does not use: hidden, its traces on row 0's axis
+    for r in range(cv.n_rows):  # a row this stage does not use: hidden, its traces too
         axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=r < n, visible=r < n,
                                                       domain=cv.row_domain(r, n))
     for r, row_layout in enumerate(rows):
         _place_row(cv, fr, r, n, row_layout, t, ylab)
     data = []
     for r in range(cv.n_rows):  # fixed number of traces per row, so frames map onto the same traces
-        on = ROW_AXES[r] if r < n else ROW_AXES[0]
         for kind, items in (("heat", fr.heat[r]), ("mask", fr.masks[r])):
             while len(items) < cv.slots[r]:
                 items.append(dict(type="heatmap", z=[[None]], x0=0, dx=1, visible=False, name="(unused)",
                                   **({"coloraxis": "coloraxis"} if kind == "heat" else {})))
-            data += [dict(item, yaxis=on) for item in items]
-        data.append(dict(type="scatter", yaxis=on, **{k: bnd.op("concat", parts) if parts else []
-                                                      for k, parts in zip("xy", fr.mask_marks[r])}))
+            data += items
+        data.append(dict(type="scatter", visible=r < n, **{k: bnd.op("concat", parts) if parts else []
+                                                           for k, parts in zip("xy", fr.mask_marks[r])}))
     data += _position_diagram(cv.trace, st, T, ylab, cv.b)
     annotations = fr.annotations + _diagram_labels(cv.diagram_domain())
     m = bnd.op("symrange", fr.signed_vals)
