@@ -202,6 +202,10 @@ var tinytfCore = (function () {
     f.data.forEach(function (t) {
       var xr = t.xaxis || "x", yr = t.yaxis || "y", key = xr + yr;
       if (seen[key] || t.type === "pie") { return; }
+      // a subplot whose traces are all hidden is not laid out (a step of an animation that leaves it empty)
+      if (t.visible === false && !f.data.some(function (o) {
+        return o.visible !== false && (o.xaxis || "x") + (o.yaxis || "y") === key;
+      })) { return; }
       var xa = L[axisKey(xr)] || (L[axisKey(xr)] = {}), ya = L[axisKey(yr)] || (L[axisKey(yr)] = {});
       seen[key] = true;
       list.push({ key: key, xr: xr, yr: yr, xa: xa, ya: ya, x: (xa.domain || [0, 1]).slice(),
@@ -947,7 +951,14 @@ var tinytfCore = (function () {
   function renderNow(rec) {
     var width = Math.max(rec.box.clientWidth || rec.wrap.clientWidth || 300, 200);
     rec.width = width;
-    var f = adapt(rec.spec, width, theme());
+    // an animated figure on another step than its data's is drawn with that step's frame merged in, as
+    // Plotly.animate would merge it: one drawing instead of two (the static panel's updates). The frame is
+    // merged before the figure is adapted, so that the adaptation (colour bars moved off a narrow plot, subplots
+    // laid out again) is that of the step shown: a colour bar hidden on the opening step and shown by a frame
+    // (chapter 6's attention weights) is placed like the others, and a frame may set its own subplot domains
+    var onFrame = rec.frames.length && rec.index !== rec.opening && !rec.animateAfterDraw;
+    var f = adapt(onFrame ? figureAt(rec.spec, rec.steps[rec.index].name, rec.spec.config) : rec.spec, width,
+                  theme());
     var H = f.layout.height || 450;
     // a diagram drawn at a fixed width (its text placed for that width) is scaled down as a whole
     var fixed = f.layout.width;
@@ -959,10 +970,6 @@ var tinytfCore = (function () {
     rec.el.style.transformOrigin = "0 0";
     rec.box.style.height = Math.ceil(H * k) + "px";
     var P = window.Plotly;
-    // an animated figure on another step than its data's is drawn with that step's frame merged in, as
-    // Plotly.animate would merge it: one drawing instead of two (the static panel's updates)
-    var onFrame = rec.frames.length && rec.index !== rec.opening && !rec.animateAfterDraw;
-    if (onFrame) { mergeFrame(f, rec.steps[rec.index].name); }  // (no slider left to move: adapt took it)
     // a new width is drawn afresh: Plotly.react keeps parts of the old layout (subplot domains laid out for
     // another width), so a figure drawn at phone width and widened would keep its narrow subplots
     var resized = rec.drawn && Math.abs(width - rec.drawnWidth) >= 2;

@@ -32,6 +32,10 @@ MIXING_NOTES = {
 }
 FRAME_MS = 1400
 BOTTOM = 140  # px below the plot: slider, its labels, then Play / Pause
+RIGHT = 80  # px right of the plot: the colour bars (value, weight), with their ticks and titles
+ROW_PX, LABEL_PX = 18, 40  # px per token row of a panel; px above a row of panels for its labels (the room that
+# the book's figure core also leaves between subplots it stacks on a narrow screen, so a stage of fewer rows
+# has the same height there)
 ROW_AXES = ["y", "y3", "y4", "y5", "y6"]
 # constant attributes of the heatmap / mask traces (the hover names the panel via fullData.name)
 _HEAT = dict(type="heatmap", xgap=0, ygap=1,
@@ -69,11 +73,12 @@ class _Canvas:
         for st in stages:
             for r, row in enumerate(st.rows):
                 self.slots[r] = max(self.slots[r], len(row))
-        # vertical layout in paper coordinates: equal row heights, a stage's rows at the top
-        self.top, bottom = 0.97, 0.02
-        self.label_h = 0.09 if T <= 4 else 0.06
-        self.row_h = (self.top - bottom - self.n_rows * self.label_h) / self.n_rows
-        self.diagram_row = 0  # the position diagram sits beside the top row
+        # vertical layout in paper coordinates: a stage's rows share the plot's height equally (a stage of one
+        # row is drawn taller, not followed by an empty band: the figure keeps one height for every stage)
+        self.top, self.bottom = 0.97, 0.02
+        self.plot_h = 24 + self.n_rows * (T * ROW_PX + LABEL_PX)  # px, as block_stepper sizes the figure
+        self.label_h = LABEL_PX / self.plot_h
+        self.diagram_row = 0  # the position diagram sits beside the top row of the stage with the most rows
 
     def array(self, name):
         if name not in self.arrays:
@@ -98,9 +103,17 @@ class _Canvas:
         span = max(max(total for *_, total in rows), min(self.width, 2 * self.C + self.g_op))
         return [(self.width - span) / 2 - 0.5, (self.width + span) / 2 + 0.5]
 
-    def row_domain(self, r):
-        y1 = self.top - r * (self.row_h + self.label_h) - self.label_h * 0.75
-        return [y1 - self.row_h, y1]
+    def diagram_domain(self):  # the same on every frame (so that a narrow screen stacks it at one height)
+        return self.row_domain(self.diagram_row, self.n_rows)
+
+    def row_domain(self, r, n: int):
+        """Row r of a stage with n rows (paper coordinates). A row the stage does not use (its axis and traces
+        hidden in that frame) gets a sliver at the bottom, so that its empty subplot takes no hover from a row drawn."""
+        if r >= n:
+            return [0.0, 0.001]
+        row_h = (self.top - self.bottom - n * self.label_h) / n
+        y1 = self.top - r * (row_h + self.label_h) - self.label_h * 0.75
+        return [y1 - row_h, y1]
 
 
 class _Frame:
@@ -113,10 +126,10 @@ class _Frame:
         self.signed_vals, self.has_signed, self.has_weights = [], False, False
 
 
-def _place_row(cv: _Canvas, fr: _Frame, r: int, row_layout, t, ylab):
+def _place_row(cv: _Canvas, fr: _Frame, r: int, n_used: int, row_layout, t, ylab):
     """Put one row of panels (heatmaps, operators, labels, masks) into the frame ``fr``."""
     row, mats, cells, total = row_layout
-    dom = cv.row_domain(r)
+    dom = cv.row_domain(r, n_used)
     left = (cv.width - total) / 2
     for i, (pn, z, c) in enumerate(zip(row, mats, cells)):
         g = cv.gap(pn, i)
@@ -161,11 +174,13 @@ def _place_row(cv: _Canvas, fr: _Frame, r: int, row_layout, t, ylab):
 def _stage_frame(cv: _Canvas, st, rows, k: int, n_stages: int, t, T: int, ylab) -> dict:
     """The animation frame of stage ``st`` (the k-th of n_stages): its traces, in fixed slots, and its layout."""
     fr = _Frame(cv.n_rows)
+    n = len(rows)
     axes_layout = {}
-    for r in range(cv.n_rows):
-        axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=r < len(rows))
+    for r in range(cv.n_rows):  # a row this stage does not use: hidden, its traces too
+        axes_layout["yaxis" + ROW_AXES[r][1:]] = dict(showticklabels=r < n, visible=r < n,
+                                                      domain=cv.row_domain(r, n))
     for r, row_layout in enumerate(rows):
-        _place_row(cv, fr, r, row_layout, t, ylab)
+        _place_row(cv, fr, r, n, row_layout, t, ylab)
     data = []
     for r in range(cv.n_rows):  # fixed number of traces per row, so frames map onto the same traces
         for kind, items in (("heat", fr.heat[r]), ("mask", fr.masks[r])):
@@ -173,14 +188,15 @@ def _stage_frame(cv: _Canvas, st, rows, k: int, n_stages: int, t, T: int, ylab) 
                 items.append(dict(type="heatmap", z=[[None]], x0=0, dx=1, visible=False, name="(unused)",
                                   **({"coloraxis": "coloraxis"} if kind == "heat" else {})))
             data += items
-        data.append(dict(type="scatter", **{k: bnd.op("concat", parts) if parts else []
-                                            for k, parts in zip("xy", fr.mask_marks[r])}))
+        data.append(dict(type="scatter", visible=r < n, **{k: bnd.op("concat", parts) if parts else []
+                                                           for k, parts in zip("xy", fr.mask_marks[r])}))
     data += _position_diagram(cv.trace, st, T, ylab, cv.b)
-    annotations = fr.annotations + _diagram_labels(cv.row_domain(cv.diagram_row))
+    annotations = fr.annotations + _diagram_labels(cv.diagram_domain())
     m = bnd.op("symrange", fr.signed_vals)
     subtitle = f"shape {outputs_shape(cv.trace, st.outputs)} · mixes positions? {MIXING_NOTES.get(st.key, '')}"
     title = f"<b>{k + 1}/{n_stages} · {st.title}</b><br><span style='font-size:12px'>{subtitle}</span>"
     layout = dict(title=dict(text=title), annotations=annotations, xaxis=dict(range=cv.x_range(rows)),
+                  yaxis2=dict(domain=cv.diagram_domain()),
                   coloraxis=dict(cmin=-m, cmax=m, showscale=fr.has_signed),
                   coloraxis2=dict(showscale=fr.has_weights), **axes_layout)
     return dict(name=st.key, data=data, layout=layout)
@@ -220,27 +236,27 @@ def _controls(frame_ms: int, plot_h: int, stages: list) -> dict:
 def _stepper_layout(cv: _Canvas, first: dict, T: int, ylab, fig_height: int, controls: dict) -> dict:
     """The figure's layout: axes, colour scales, the first frame's title and annotations, the controls."""
     layout = dict(
-        font=FONT, height=fig_height, margin=dict(l=60, r=10, t=96, b=BOTTOM),
+        font=FONT, height=fig_height, margin=dict(l=60, r=RIGHT, t=96, b=BOTTOM),
         plot_bgcolor="white", paper_bgcolor="white", showlegend=False,
         title=dict(text=first["layout"]["title"]["text"], x=0.01, xanchor="left", y=0.98, yanchor="top",
                    yref="container", font=dict(size=15)),
-        xaxis=dict(domain=[0.14, 0.91], range=first["layout"]["xaxis"]["range"], showticklabels=False, showgrid=False,
+        xaxis=dict(domain=[0.14, 1.0], range=first["layout"]["xaxis"]["range"], showticklabels=False, showgrid=False,
                    zeroline=False, fixedrange=True, anchor="y"),
         xaxis2=dict(domain=[0.0, 0.1], range=[-0.4, 1.4], visible=False, fixedrange=True),
-        yaxis2=dict(anchor="x2", domain=cv.row_domain(cv.diagram_row), range=[T - 0.5, -0.5], visible=False,
+        yaxis2=dict(anchor="x2", domain=first["layout"]["yaxis2"]["domain"], range=[T - 0.5, -0.5], visible=False,
                     fixedrange=True),
         coloraxis=dict(first["layout"]["coloraxis"], colorscale=DIVERGING,
-                       colorbar=dict(title=dict(text="value", side="right"), x=0.92, xanchor="left", len=0.75,
+                       colorbar=dict(title=dict(text="value", side="right"), x=1.01, xanchor="left", len=0.75,
                                      y=1, yanchor="top", thickness=11)),
         coloraxis2=dict(first["layout"]["coloraxis2"], colorscale=SEQUENTIAL, cmin=0, cmax=1,
-                        colorbar=dict(title=dict(text="weight", side="right"), x=0.92, xanchor="left", len=0.75,
+                        colorbar=dict(title=dict(text="weight", side="right"), x=1.01, xanchor="left", len=0.75,
                                       y=1, yanchor="top", thickness=11)),
         annotations=first["layout"]["annotations"],
         **controls,
     )
     for r in range(cv.n_rows):
         yname = "yaxis" + ROW_AXES[r][1:]
-        layout[yname] = dict(first["layout"][yname], domain=cv.row_domain(r), anchor="x", type="category",
+        layout[yname] = dict(first["layout"][yname], anchor="x", type="category",
                              autorange=False, range=[T - 0.5, -0.5], showgrid=False, fixedrange=True,
                              tickfont=dict(size=11), categoryorder="array", categoryarray=ylab)
     return layout
@@ -271,7 +287,7 @@ def block_stepper(model, ids=None, layer: int = 0, labels=None, config=None, bat
     first = frames[0]
     assert all(len(f["data"]) == len(consts) for f in frames)
     initial_data = [dict(c, **d) for c, d in zip(consts, first["data"])]
-    fig_height = height or int(BOTTOM + 120 + cv.n_rows * (T * 18 + 36))
+    fig_height = height or int(BOTTOM + 96 + cv.plot_h)
     plot_h = fig_height - 96 - BOTTOM
     layout = _stepper_layout(cv, first, T, ylab, fig_height, _controls(frame_ms, plot_h, stages))
     return make_figure(initial_data, layout, frames)
