@@ -376,6 +376,16 @@ def test_attention_map_single_head_and_trace_input():
         viz.attention_map(model, "cat", kind="sideways")
 
 
+def test_attention_map_name_block():
+    """name_block=True: each panel's title names the block as well as the head."""
+    model = model_for()
+    fig = viz.attention_map(model, "cat", layer=1, heads=("mean", 0), name_block=True)
+    heat = [t for t in fig.data if t.type == "heatmap" and "masked" not in t.name]
+    assert [t.name for t in heat] == ["block 1, mean of heads", "block 1, head 0"]
+    titles = [a.text for a in fig.layout.annotations]
+    assert any("block 1, head 0" in t for t in titles)
+
+
 def test_attention_map_list_of_heads():
     """heads=("mean", 1): the mean panel, then head 1, and no other (fewer panels: a shorter figure on a phone)."""
     model = model_for()

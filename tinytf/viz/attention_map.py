@@ -82,7 +82,7 @@ def _panel_traces(name, z, mk, qlab, klab, ax: str, q_name: str, k_name: str) ->
 
 
 def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", labels=None, batch: int = 0,
-                  heads="all", cols: int | None = None, outline=None):
+                  heads="all", cols: int | None = None, outline=None, name_block: bool = False):
     """Heatmaps of attention weights, query (rows) x key (columns): the mean over heads first,
     then one panel per head (``heads``: "all" | "mean" | "each" | a head index | a list of "mean" and head
     indices, e.g. ``("mean", 0)``: fewer panels, a shorter figure on a phone, where the panels stack), sharing
@@ -93,7 +93,10 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     ``model_or_trace``: a model with ``ids`` (string / ids; a (src, tgt) pair for an EncoderDecoder)
     or a Trace (then ``labels``: a list of query labels, or (target labels, source labels)).
 
-    ``outline``: (row, column) positions (0-based) boxed in every panel, e.g. where a hypothesis puts the weight."""
+    ``outline``: (row, column) positions (0-based) boxed in every panel, e.g. where a hypothesis puts the weight.
+
+    ``name_block=True`` puts the block in every panel's title ("block 1, head 0"), for a figure whose
+    neighbours show another block."""
     t = get_traced(model_or_trace, ids, labels=labels, batch=batch)
     wname, mname = attention_names(t.trace, layer, kind)
     w = bnd.source(t.trace, wname)[t.batch]  # [H, T, S]; values read from the trace are Bound (value + recipe)
@@ -101,6 +104,8 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
     masked = _masked(t, wname, mname, w.shape)
     qlab, klab = _query_key_labels(t, kind, T, S)
     panels = _choose_panels(w, masked, heads, H)
+    if name_block:
+        panels = [(f"block {layer}, {title}", wt, mk) for title, wt, mk in panels]
     outline = _outline_cells(outline, T, S)
     n = len(panels)
     cols = cols or min(n, 5)
