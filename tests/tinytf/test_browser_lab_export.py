@@ -257,3 +257,11 @@ def test_with_every_head_off_the_guess_depends_on_the_last_byte_alone(model):
                           lab.run_lab(model, b, head_mask=off)["logits"], atol=1e-5)
     assert not torch.allclose(lab.run_lab(model, a)["logits"], lab.run_lab(model, b)["logits"], atol=1e-2)
     assert "With every head off, each byte sees only itself" in lab.HELP["heads"][0]
+
+
+def test_top_p_help_says_at_least_p():
+    """The top-p help line matches the sampler: the smallest set of most likely bytes whose mass reaches p
+    (at least p, as next_token_probs keeps it), so a peaked distribution can keep one byte of mass above p."""
+    assert "add up to at least p" in lab.HELP["top_p"][0]
+    probs = lab.next_byte_probs(torch.log(torch.tensor([0.7, 0.2, 0.1])), top_p=0.8)
+    assert (probs > 0).sum() == 2 and probs[:2].sum() == pytest.approx(1.0)

@@ -97,6 +97,7 @@ def test_cache_growth_frames(model):
     assert list(first.customdata[1][:2]) == pytest.approx(snaps[0]["norms"][0][1])
     assert list(fig.frames[-1].data[1].y) == [s["nbytes"] / 1024 for s in snaps]
     assert "new token" in fig.frames[1].layout.title.text
+    assert "runs through every block at once" in fig.frames[0].layout.title.text  # not "all 2 blocks"
     assert fig.frames[2].layout.shapes[0].x0 == 2.5  # the column written at step 2 (position 3) is outlined
 
 

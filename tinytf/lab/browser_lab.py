@@ -285,7 +285,7 @@ HELP = {
     "temperature": ("Divides the model's scores before the softmax: below 1 the likely bytes get likelier, "
                     "above 1 the text gets wilder.", [10]),
     "top_k": ("Only the k most likely bytes may be drawn.", [10]),
-    "top_p": ("Only the most likely bytes whose probabilities add up to p may be drawn.", [10]),
+    "top_p": ("Only the most likely bytes whose probabilities add up to at least p may be drawn.", [10]),
     "seed": "The same seed and settings write the same text again.",
     "table": ("What the sampler can draw next (the model's probabilities after temperature, top-k and top-p): "
               "Generate draws from this table, byte after byte.", [10]),

@@ -151,11 +151,11 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
         s = snaps[k]
         fed = token_labels(s["fed"])
         if k == 0:
-            what = f"prompt of {len(fed)} tokens runs through all {n_layers} blocks at once"
+            what = f"prompt of {len(fed)} tokens runs through every block at once"
         elif len(fed) > 1:  # a RoPE model's context window slid: its cache was refilled with the last tokens
             what = f"the context window slid: the last {len(fed)} tokens refill the cache"
         else:
-            what = f"new token '{fed[0]}' (position {s['positions'][0]}) runs through all {n_layers} blocks"
+            what = f"new token '{fed[0]}' (position {s['positions'][0]}) runs through every block"
             what += f", attends to {s['length'] - 1} cached keys and its own" if full else ""
         held = s["length"] if full else "/".join(str(len(h)) for h in s["held"])
         # frames count from 1, like pages (the book's convention); generation steps count from 0
