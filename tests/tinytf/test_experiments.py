@@ -132,6 +132,22 @@ def test_gradient_figure_draws_the_measured_numbers():
         layer_profile_figure([])
 
 
+def test_gradient_figure_compact_legend_names_colours_and_dashes():
+    require_module("plotly")
+    from tinytf.viz.gradients import layer_profile_figure
+
+    profiles = ex.depth_sweep(SMALL, depths=(2, 3), seeds=(0,), batch=2, seq_len=4)
+    profiles += ex.depth_sweep(SMALL.replace(residual=False), depths=(2,), seeds=(0,), batch=2, seq_len=4)
+    fig = layer_profile_figure(profiles, legend="keys", key_names={False: "without the skip"})
+    lines, keys = fig.data[:3], fig.data[3:]
+    assert not any(t.showlegend for t in lines)  # the lines keep their names for hover, out of the legend
+    assert [t.name for t in keys] == ["2 blocks", "3 blocks", "residual", "without the skip"]
+    assert keys[0].line.color == lines[0].line.color and keys[3].line.dash == lines[2].line.dash
+    assert all(list(t.y) == [None] for t in keys)  # no data: the entries only name the styles
+    with pytest.raises(tinytf.TinyTFInputError, match="legend"):
+        layer_profile_figure(profiles, legend="short")
+
+
 @pytest.mark.parametrize("cfg", [
     SMALL,  # pre-norm, RMSNorm
     SMALL.replace(norm_position="post"),  # post-norm

@@ -23,6 +23,7 @@ PANEL_TITLES = {
 }
 DASHES = ["solid", "dash", "dot", "dashdot"]
 SYMBOLS = ["circle", "diamond", "square", "triangle-up"]
+KEY_GREY = "#888888"  # the dash key's entries: a line style, not a colour (reads on light and dark pages)
 
 
 def _attribute(profile, key: str):
@@ -44,17 +45,23 @@ def _describe(key: str, value) -> str:
 
 
 def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "n_layers",
-                         dash_key: str = "residual", title: str = "", log_y=None, height: int = 460) -> go.Figure:
+                         dash_key: str = "residual", title: str = "", log_y=None, height: int = 460,
+                         legend: str = "lines", key_names: dict | None = None) -> go.Figure:
     """One panel per quantity in ``quantities`` (see ``QUANTITIES``), x = block number (0 = first, as in the trace
     names ``blocks.0``, ...),
     one line per profile: colour from ``color_key`` and dash from ``dash_key`` (a TinyConfig field
     or "init_std"). Gradient norms use a log axis, because they span orders of magnitude.
-    ``log_y``: None (the default of each quantity), True or False for every panel."""
+    ``log_y``: None (the default of each quantity), True or False for every panel.
+    ``legend``: "lines" names every line (its profile's label); "keys" gives a compact legend, short enough
+    for a phone: one entry per colour (the ``color_key`` value) and one grey entry per dash (the ``dash_key``
+    value), named by ``key_names`` ({value: name}) where given."""
     if not profiles:
         raise TinyTFInputError("layer_profile_figure: no profiles given")
     unknown = [q for q in quantities if q not in QUANTITIES]
     if unknown:
         raise TinyTFInputError(f"unknown quantity {unknown}; choose from {list(QUANTITIES)}")
+    if legend not in ("lines", "keys"):
+        raise TinyTFInputError(f"layer_profile_figure: legend must be 'lines' or 'keys', not {legend!r}")
     colours, dashes = {}, {}
     for p in profiles:
         colours.setdefault(_attribute(p, color_key), OKABE_ITO[len(colours) % len(OKABE_ITO)])
@@ -68,7 +75,7 @@ def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "
             values = list(getattr(p, q))
             fig.add_trace(go.Scatter(
                 x=list(range(len(values))), y=values, mode="lines+markers", name=p.label,
-                legendgroup=p.label, showlegend=col == 1,
+                legendgroup=p.label, showlegend=col == 1 and legend == "lines",
                 line=dict(color=colours[c], dash=DASHES[dashes[d]], width=2),
                 marker=dict(color=colours[c], symbol=SYMBOLS[dashes[d]], size=5),
                 hovertemplate=f"{p.label}<br>block %{{x}}: %{{y:{fmt}}}<extra></extra>"), row=1, col=col)
@@ -76,10 +83,26 @@ def layer_profile_figure(profiles, quantities=("grad_norm",), color_key: str = "
         fig.update_xaxes(title="block (0 = nearest the input)", row=1, col=col)
         fig.update_yaxes(title=axis_title if len(quantities) == 1 else None, type="log" if use_log else "linear",
                          exponentformat="power" if use_log else "none", row=1, col=col)
+    if legend == "keys":  # entries without data: the colour key, then the dash key (grey, its marker)
+        # each entry a legend group of its own: plotly stacks ungrouped entries of a grouped legend in one column
+        names = key_names or {}
+        for c, colour in colours.items():
+            name = names.get(c, _describe(color_key, c))
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers", name=name, legendgroup=f"key {name}",
+                                     line=dict(color=colour, width=2), marker=dict(color=colour, size=5),
+                                     hoverinfo="skip"), row=1, col=1)
+        for d, k in dashes.items():
+            name = names.get(d, _describe(dash_key, d))
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers", name=name, legendgroup=f"key {name}",
+                                     line=dict(color=KEY_GREY, dash=DASHES[k], width=2),
+                                     marker=dict(color=KEY_GREY, symbol=SYMBOLS[k], size=5),
+                                     hoverinfo="skip"), row=1, col=1)
     # room for each extra line of a title wrapped with <br>, and for the two-line panel titles
     top = 80 + 22 * title.count("<br>") + (18 if len(quantities) > 1 else 0)
     fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
                       margin=dict(l=70, r=20, t=top, b=50), legend=dict(font=dict(size=11)))
+    if legend == "keys":  # a key entry stands for several lines: clicking it would hide only itself
+        fig.update_layout(legend=dict(itemclick=False, itemdoubleclick=False))
     return fig
 
 
