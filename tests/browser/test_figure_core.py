@@ -349,6 +349,56 @@ def test_description_follows_the_frame_shown(browser):
         context.close()
 
 
+# --------------------------------------------------------------------------- swap animation: labels beside the panel
+# Chapter 9's swap animation puts its two panels side by side on a laptop. Frame 0 draws one row of the second
+# panel ("2017 block"); the core sized the gap before that panel by it, and the later rows' longer labels
+# ("ReLU 4x -> SwiGLU 8/3") ran about 55 px into the first panel's plot area (r80, 1280 px). Every frame: each
+# label of the second panel ends right of the first panel's plot area (or the panels stand on lines of their own).
+
+SWAP_LABELS = """async (k) => {
+  const el = document.getElementById('book'), rec = el._tinytf;
+  const range = rec.wrap.querySelector('input.tinytf-anim-range');
+  range.value = String(k); range.dispatchEvent(new Event('input'));
+  await new Promise((r) => setTimeout(r, 400));
+  const L = el._fullLayout, box = el.getBoundingClientRect();
+  const labels = [...el.querySelectorAll('.y2tick text')].map((t) => [t.textContent.trim(),
+      t.getBoundingClientRect().left - box.left]);
+  return {plotEnd: L.xaxis._offset + L.xaxis._length, plotTop: L.yaxis._offset, plotBottom: L.yaxis._offset + L.yaxis._length,
+          top2: L.yaxis2._offset, bottom2: L.yaxis2._offset + L.yaxis2._length, labels};
+}"""
+
+
+@pytest.mark.parametrize("width", [720, 375])
+def test_swap_animation_labels_stay_clear_of_the_first_panel(browser, width):
+    import tinytf
+    from tinytf.viz.animations import swap_animation
+    from tinytf.viz.render import figure_dict
+
+    c = tinytf.config_2017().replace(norm_position="pre")
+    path = [("2017 block", tinytf.config_2017()), ("post-norm -> pre-norm", c),
+            ("LayerNorm -> RMSNorm", c := c.replace(norm="rms")),
+            ("ReLU 4x -> SwiGLU 8/3", c := c.replace(ffn="swiglu", d_ff=c.d_ff * 2 // 3)),
+            ("sinusoidal -> RoPE", c := c.replace(pos="rope")),
+            ("multi-head -> GQA", c := c.replace(n_kv_heads=1)), ("drop the biases", c.replace(bias=False))]
+    spec = figure_dict(swap_animation(path))
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        _load_core(page, f"<div id='book' style='width:{min(width, 700) - 20}px'></div>")
+        page.evaluate("async (fig) => { await tinytfCore.draw(document.getElementById('book'), fig); }", spec)
+        for k in range(len(path)):
+            got = page.evaluate(SWAP_LABELS, k)
+            assert len(got["labels"]) == len(path), got
+            beside = got["top2"] < got["plotBottom"] and got["bottom2"] > got["plotTop"]
+            if beside:
+                for text, left in got["labels"]:
+                    assert left >= got["plotEnd"] + 2, f"frame {k}, {width} px: {text!r} starts at {left:.0f} px, " \
+                                                       f"inside the first panel (ends at {got['plotEnd']:.0f} px)"
+    finally:
+        context.close()
+
+
 # --------------------------------------------------------------------------- upright tick labels at phone width
 # Crowded x tick labels stand upright; at 375 px chapter 10's cache animation (16 columns in about 200 px) drew
 # them upright at the figure's 13 px font, each label about 15 px wide in a 12.5 px column: "0: #2" touched

@@ -100,7 +100,8 @@ def test_swap_animation_axis_ranges_cover_every_frame():
     assert rows == [name for name, _ in steps]
     low, high = sorted(lay.yaxis2.range)
     for frame in fig.frames:
-        params, gaps = frame.data
+        params, gaps, rows_kept = frame.data
+        assert list(rows_kept.y) == rows and rows_kept.marker.opacity == 0  # every label, unseen, on every frame
         assert all(0 <= x <= max(lay.xaxis.range) for x in params.x)
         assert all(low < rows.index(y) < high for y in gaps.y)  # every row of this frame is inside the axis
         assert all(0 <= x < max(lay.xaxis2.range) for x in gaps.x)
