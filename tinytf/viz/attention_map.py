@@ -83,20 +83,16 @@ def _panel_traces(name, z, mk, qlab, klab, ax: str, q_name: str, k_name: str) ->
 
 def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", labels=None, batch: int = 0,
                   heads="all", cols: int | None = None, outline=None, name_block: bool = False):
-    """Heatmaps of attention weights, query (rows) x key (columns): the mean over heads first,
-    then one panel per head (``heads``: "all" | "mean" | "each" | a head index | a list of "mean" and head
-    indices, e.g. ``("mean", 0)``: fewer panels, a shorter figure on a phone, where the panels stack), sharing
-    one 0..1 colour scale. Masked cells (the causal mask's -inf scores) are grey with an x and hover "masked".
-    kind="cross" (EncoderDecoder) shows target (rows) x source (columns); kind="encoder" the encoder's
-    bidirectional self-attention.
+    """Heatmaps of attention weights, query (rows) x key (columns): the mean over heads first, then one panel
+    per head (``heads``: "all" | "mean" | "each" | a head index | a list of "mean" and head indices, e.g.
+    ``("mean", 0)``: fewer panels, a shorter figure on a phone, where the panels stack), sharing one 0..1 colour
+    scale. Masked cells (the causal mask's -inf scores) are grey with an x and hover "masked". kind="cross"
+    (EncoderDecoder) shows target (rows) x source (columns); kind="encoder" the encoder's bidirectional one.
 
-    ``model_or_trace``: a model with ``ids`` (string / ids; a (src, tgt) pair for an EncoderDecoder)
-    or a Trace (then ``labels``: a list of query labels, or (target labels, source labels)).
-
-    ``outline``: (row, column) positions (0-based) boxed in every panel, e.g. where a hypothesis puts the weight.
-
-    ``name_block=True`` puts the block in every panel's title ("block 1, head 0"), for a figure whose
-    neighbours show another block."""
+    ``model_or_trace``: a model with ``ids`` (string / ids; a (src, tgt) pair for an EncoderDecoder) or a Trace
+    (then ``labels``: a list of query labels, or (target labels, source labels)). ``outline``: (row, column)
+    positions (0-based) boxed in every panel, e.g. where a hypothesis puts the weight. ``name_block=True`` puts
+    the block in every panel's title ("block 1, head 0"), for a figure whose neighbours show another block."""
     t = get_traced(model_or_trace, ids, labels=labels, batch=batch)
     wname, mname = attention_names(t.trace, layer, kind)
     w = bnd.source(t.trace, wname)[t.batch]  # [H, T, S]; values read from the trace are Bound (value + recipe)
@@ -127,8 +123,7 @@ def attention_map(model_or_trace, ids=None, layer: int = 0, kind: str = "self", 
         panel_px = max(T, 3) * cell
         gap_y = 110 / (rows * panel_px + (rows - 1) * 110)
         ph = (1 - gap_y * (rows - 1)) / rows
-    data, layout = [], {}
-    annotations, shapes = [], []
+    data, layout, annotations, shapes = [], {}, [], []
     for i, (name, z, mk) in enumerate(panels):
         r, c = divmod(i, cols)
         ax = "" if i == 0 else str(i + 1)
