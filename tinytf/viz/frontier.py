@@ -183,7 +183,8 @@ def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batc
     fig = go.Figure()
     dashes = ["solid", "dash", "dashdot", "longdash", "longdashdot"]  # "dot" is kept for the lines past a context
     symbols = ["circle", "square", "diamond", "triangle-up", "x"]
-    gibs = {name: [kv_cache_bytes(cfg, T, batch, dtype) / 2 ** 30 for T in lengths] for name, cfg in configs.items()}
+    nbytes = {name: [kv_cache_bytes(cfg, T, batch, dtype) for T in lengths] for name, cfg in configs.items()}
+    gibs = {name: [b / 2 ** 30 for b in values] for name, values in nbytes.items()}
     ends = {name: sum(T <= contexts.get(name, max(lengths)) for T in lengths) for name in configs}
     # a line that lies on an earlier one (within 1%) from the first length on is drawn over it: the legend says so
     # up to where, and the covered line is drawn wider, so that both stay visible
@@ -203,7 +204,7 @@ def cache_context_figure(configs: dict, lengths=None, dtype=torch.bfloat16, batc
                 break
     for j, (name, cfg) in enumerate(configs.items()):
         gib = gibs[name]
-        text = [format_bytes(kv_cache_bytes(cfg, T, batch, dtype)) for T in lengths]
+        text = [format_bytes(b) for b in nbytes[name]]
         color = OKABE_ITO[j % len(OKABE_ITO)]
         inside = [i for i, T in enumerate(lengths) if T <= contexts.get(name, max(lengths))]
         wide = name in covered
