@@ -42,7 +42,7 @@ def test_a_dot_plot_says_only_the_points_drawn_and_at_most_16():
     got = describe(gaps, many, nothing, words)
     assert got[0] == "one seed: a: 1.5; b: 2"
     assert got[1] == "one seed: " + "; ".join(f"row {r}: " + ", ".join(str(5 * r + i) for i in range(5))
-                                                for r in range(3)) + "; row 3: 15"
+                                                for r in range(3)) + "; row 3: 15; and 4 more"
     assert got[2:] == [None, None]
 
 
@@ -50,6 +50,16 @@ def test_a_horizontal_bar_trace_names_each_label_and_value():
     bars = {"type": "bar", "orientation": "h", "name": "largest weight", "x": [0.5314, -1.25], "y": ["attention", "FFN"]}
     only_x = {"type": "bar", "x": [3, 4]}  # plotly draws a bar with x and no y horizontally
     assert describe(bars, only_x) == ["largest weight: attention 0.531; FFN −1.25", "bars: 0 3; 1 4"]
+
+
+def test_past_16_bars_the_description_says_how_many_more():
+    many = {"type": "bar", "name": "loss", "x": [f"seed {i}" for i in range(1020)], "y": [1] * 1020}
+    sixteen = dict(many, x=many["x"][:16], y=[1] * 16)
+    got, exact = describe(many, sixteen)
+    assert got == exact + "; and 1,004 more"
+    assert not exact.endswith("more")
+    zh = describe(many, strings={"and {n} more": "另有 {n} 个"})[0]
+    assert zh.endswith("; 另有 1,004 个")
 
 
 def test_vertical_traces_are_described_as_before():

@@ -376,13 +376,31 @@ var tinytfCore = (function () {
     });
     return shared || subs.some(function (s) { return s.spans; });
   }
+  // the y tick labels subplot s may draw: its string y values in the figure and in every frame (a frame's
+  // trace j updates the figure's trace frame.traces[j], or trace j), its category array and its array ticks;
+  // the gap left of the subplot is sized for all of them, not only for frame 0's
+  function yLabels(f, s) {
+    var seen = {}, labels = [];
+    var add = function (a) {
+      if (!Array.isArray(a)) { return; }
+      a.forEach(function (v) {
+        if (typeof v === "string" && !seen.hasOwnProperty(v)) { seen[v] = true; labels.push(v); }
+      });
+    };
+    [{ data: f.data }].concat(f.frames || []).forEach(function (fr) {
+      (fr.data || []).forEach(function (t, j) {
+        var k = Array.isArray(fr.traces) ? fr.traces[j] : j;
+        if ((t.yaxis || (f.data[k] && f.data[k].yaxis) || "y") === s.yr) { add(t.y); }
+      });
+    });
+    add(s.ya.categoryarray);
+    if (s.ya.tickmode === "array") { add(s.ya.ticktext); }
+    return labels;
+  }
   function yRoom(f, s, textSize) {  // px left of a subplot for its y tick labels and title
     var room = 10;
     if (s.ya.showticklabels !== false && s.ya.visible !== false) {
-      var labels = [];
-      f.data.forEach(function (t) {
-        if ((t.yaxis || "y") === s.yr && Array.isArray(t.y) && typeof t.y[0] === "string") { labels = labels.concat(t.y); }
-      });
+      var labels = yLabels(f, s);
       var size = (s.ya.tickfont && s.ya.tickfont.size) || textSize;
       room += labels.length ? Math.min(120, Math.max.apply(null, labels.map(function (v) { return textWidth(v, size); })))
                             : 3 * size;
@@ -755,7 +773,7 @@ var tinytfCore = (function () {
     return !!arr && !arr.some(finite) && arr.some(function (v) { return typeof v === "string"; });
   }
   // a horizontal dot plot (categorical y, numeric x): "label: value" for each point drawn, the points of a run on
-  // one label as "label: value, value, ..."; the first 16 points, as for bars
+  // one label as "label: value, value, ..."; the first 16 points, as for bars, then how many more
   function describeDots(name, sy, sx) {
     var runs = [], fmt = numbers(sx.slice(0, 16));
     sx.slice(0, 16).forEach(function (v, i) {
@@ -764,8 +782,10 @@ var tinytfCore = (function () {
       if (last && last.label === lab) { last.values.push(fmt(v)); } else { runs.push({ label: lab, values: [fmt(v)] }); }
     });
     if (!runs.length) { return null; }
-    return name + ": " + runs.map(function (r) { return r.label + ": " + r.values.join(", "); }).join("; ");
+    return name + ": " + runs.map(function (r) { return r.label + ": " + r.values.join(", "); }).join("; ") +
+      more(sx.slice(16).filter(finite).length);
   }
+  function more(n) { return n > 0 ? "; " + tr("and {n} more", { n: count(n) }) : ""; }  // past the first 16
   function describeTrace(t) {
     var name = stripTags(t.name || "");
     if (t.visible === false || name === "(unused)" || t.hoverinfo === "skip" && t.type === "scatter" && !t.name) { return null; }
@@ -799,7 +819,7 @@ var tinytfCore = (function () {
       var fmtBar = numbers(vals.slice(0, 16));
       return (name ? name + ": " : tr("bars: ")) + vals.slice(0, 16).map(function (v, i) {
         return label(cats, i) + " " + fmtBar(v);
-      }).join("; ");
+      }).join("; ") + more(vals.length - 16);
     }
     if (t.type === "scatter" && t.name && t.hoverinfo !== "skip" && t.visible !== "legendonly") {
       var sy = values(t.y), sx = values(t.x);
