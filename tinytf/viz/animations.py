@@ -239,11 +239,6 @@ def swap_animation(steps, frame_ms: int = 1400):
                  marker=dict(color=OKABE_ITO[5]), name="differences from the recipe",
                  text=[str(g) for g in gaps[: k + 1]], textposition="outside", cliponaxis=False,
                  hovertemplate="%{y}: %{x} differences<extra></extra>"),
-            # every step's label on every frame, unseen: the book's figure core sizes the gap left of the
-            # second panel by the labels of the data it is given, and frame 0 draws only "2017 block"; the
-            # longer labels of later swaps then ran into the first panel's plot area (1280 px)
-            dict(type="scatter", x=[0] * len(labels), y=labels, xaxis="x2", yaxis="y2", mode="markers",
-                 marker=dict(opacity=0), hoverinfo="skip", showlegend=False),
         ]
 
     frames = [dict(name=names[k], data=traces(k), layout=dict(title=dict(text=_title(
@@ -259,7 +254,8 @@ def swap_animation(steps, frame_ms: int = 1400):
         xaxis2=dict(domain=[0.7, 1], anchor="y2", range=[0, max(gaps) * 1.3 + 0.5], title=dict(text="differences from the recipe"),
                     fixedrange=True, dtick=1),
         # a fixed range over every step's row, first step at the top: frame k draws only k + 1 bars, and
-        # with autorange plotly would size the axis for frame 0's single bar and keep it in later frames
+        # with autorange plotly would size the axis for frame 0's single bar and keep it in later frames;
+        # the book's figure core sizes the gap left of this panel for every label of the category array
         # labels at 11 px: the gap the core leaves for them is at most 130 px, and "ReLU 4x -> SwiGLU 8/3"
         # is about 145 px wide at the figure's 13 px
         yaxis2=dict(domain=[0, 1], anchor="x2", type="category", categoryorder="array", categoryarray=labels,
