@@ -57,6 +57,8 @@ def test_reach_figure_labels_only_distances_far_enough_apart():
 def test_induction_map_shows_only_the_second_copy_first_query_on_top():
     fig = induction_map_figure(torch.full((8, 8), 1 / 8), 4)
     assert tuple(fig.layout.yaxis.range) == (7.5, 3.5)  # reversed, and no tick below the last query's row
+    assert fig.layout.height == 520
+    assert induction_map_figure(torch.full((8, 8), 1 / 8), 4, height=300).layout.height == 300  # a thumbnail
 
 
 def _table(prev):

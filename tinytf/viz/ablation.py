@@ -156,11 +156,12 @@ def reach_figure(distances, top_changes, top_byte_change, top_changes_se=None) -
     return fig
 
 
-def induction_map_figure(weights, period: int, label: str = "") -> go.Figure:
+def induction_map_figure(weights, period: int, label: str = "", height: int = 520) -> go.Figure:
     """One head's attention on a sequence whose second part repeats its first ``period`` positions: the
     queries of the second copy (rows, positions ``period``..T-1) against every key (columns), as given, with
     the diagonal key = query - period + 1 drawn over it: the key right after the earlier occurrence of the
-    query's byte, where an induction head puts its weight. ``weights``: [T, T] (rows sum to 1)."""
+    query's byte, where an induction head puts its weight. ``weights``: [T, T] (rows sum to 1); ``height``: the
+    figure's height in pixels (a short sequence reads well smaller)."""
     w = weights.detach().cpu().double() if hasattr(weights, "detach") else None
     if w is None or w.dim() != 2 or w.shape[0] != w.shape[1]:
         raise TinyTFInputError("induction_map_figure: weights must be one head's [T, T] attention weights, got "
@@ -181,7 +182,7 @@ def induction_map_figure(weights, period: int, label: str = "") -> go.Figure:
     fig.update_yaxes(title="query position (second copy)", range=[T - 0.5, period - 0.5])  # reversed: the first query on top; no tick below the last row
     title = _title(f"Attention of {label} on a repeated passage" if label else "Attention on a repeated passage",
                    f"look for: an induction head would make the dotted diagonal (key i − {period - 1}) bright")
-    fig.update_layout(template="plotly_white", font=FONT, height=520, title=title,
+    fig.update_layout(template="plotly_white", font=FONT, height=height, title=title,
                       coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=top, colorbar=dict(title="weight", len=0.7)),
                       margin=dict(l=60, r=20, t=110, b=50), legend=dict(orientation="h", y=-0.15))
     return fig
