@@ -51,7 +51,9 @@ def test_format_fits_80_columns(result):
     text = CA.format_cross_ablation(result)
     assert all(len(line) <= 80 for line in text.splitlines()) and len(text.splitlines()) == 5
     assert f"0/{N}" in text.splitlines()[-1]
-    assert CA._pct(0.9961) == "100" and CA._pct(0.084) == "8.4" and CA._pct(0.514) == "51"
+    assert CA._pct(0.084) == "8.4" and CA._pct(0.514) == "51" and CA._pct(1.0) == "100"
+    # a share below 1 never reads as 100%, nor one above 0 as 0%
+    assert CA._pct(0.9961) == "99.6" and CA._pct(0.99996) == "99.996" and CA._pct(0.0004) == "0.04"
 
 
 def test_bad_input():

@@ -44,9 +44,9 @@ def test_lr_schedule_figure_draws_the_training_schedule():
     assert list(fig.data[0].x) == list(range(50))
     assert rates == [tinytf.train.lr_at(s, 50, 3e-3, 5, "cosine") for s in range(50)]  # the loop's own function
     assert rates[4] == 3e-3 and rates[0] == 3e-3 / 5 and abs(rates[-1] - 3e-4) < 1e-5  # warm-up, peak, 10%
-    assert [a.text for a in fig.layout.annotations] == ["10% of the peak", "warm-up ends: step 5"]
+    assert [a.text for a in fig.layout.annotations] == ["10% of the peak", "warm-up ends: step 4"]  # step 4 is the fifth
     note = fig.layout.annotations[1]  # at the peak in data coordinates (plotly's default would be the paper)
-    assert (note.xref, note.yref, note.x, note.y) == ("x", "y", 5, 3e-3)
+    assert (note.xref, note.yref, note.x, note.y) == ("x", "y", 4, 3e-3)
     assert list(fig.layout.yaxis.tickvals) == pytest.approx([1e-3, 2e-3, 3e-3])  # no "0" to meet the x axis's
     assert list(lr_schedule_figure(20, 1e-3, 2).layout.yaxis.tickvals) == pytest.approx([5e-4, 1e-3])
     flat = lr_schedule_figure(20, 1e-3, 0, schedule="constant")

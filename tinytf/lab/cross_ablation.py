@@ -177,6 +177,11 @@ def format_cross_ablation(result: dict, modes=MODES, baseline=None) -> str:
 
 
 def _pct(x: float) -> str:
-    """A share as a percentage to 2 significant digits (at least the units): 0.9961 -> '100', 0.514 -> '51'."""
+    """A share as a percentage to 2 significant digits (at least the units): 0.514 -> '51', 0.084 -> '8.4'.
+    A share below 1 never prints as 100, nor one above 0 as 0: it gets more decimals (up to 3) until it does
+    not (0.9961 -> '99.6', 0.99996 -> '99.996'; exactly 1 -> '100')."""
     v = 100 * x
-    return f"{v:.0f}" if v >= 9.95 else f"{v:.1f}"
+    decimals = 0 if v >= 9.95 else 1
+    while decimals < 3 and ((v < 100 and round(v, decimals) >= 100) or (0 < v and round(v, decimals) == 0)):
+        decimals += 1
+    return f"{v:.{decimals}f}"

@@ -68,7 +68,7 @@ def lr_schedule_figure(steps: int, lr: float, warmup_steps: int, schedule: str =
     """The learning rate of each of ``steps`` steps, read from ``tinytf.train.lr_at`` (the function the
     training loops call at every step): a linear warm-up over ``warmup_steps``, then ``schedule``
     ('cosine': decay to 10% of ``lr``; 'constant'). A dotted line marks 10% of the peak (cosine only),
-    and a note the step where the warm-up ends."""
+    and a note the last warm-up step (0-based; the first at the peak)."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise TinyTFInputError(f"lr_schedule_figure: steps: expected a positive number of steps, got {steps!r}")
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
@@ -83,8 +83,9 @@ def lr_schedule_figure(steps: int, lr: float, warmup_steps: int, schedule: str =
     if schedule == "cosine":
         fig.add_hline(y=0.1 * lr, line_dash="dot", line_color="grey", annotation_text="10% of the peak",
                       annotation_position="bottom right")
-    if warmup_steps:
-        fig.add_annotation(x=warmup_steps, y=lr, text=f"warm-up ends: step {warmup_steps}", showarrow=False,
+    if warmup_steps:  # steps are 0-based: warm-up step k has rate lr * (k + 1) / warmup_steps
+        last = warmup_steps - 1  # the last warm-up step, the first at the peak
+        fig.add_annotation(x=last, y=lr, text=f"warm-up ends: step {last}", showarrow=False,
                            xref="x", yref="y", xanchor="left", yanchor="bottom")  # data coordinates
     fig.update_layout(template="plotly_white", font=FONT, height=320, title=title, showlegend=False,
                       margin=dict(l=70, r=20, t=60, b=50))
