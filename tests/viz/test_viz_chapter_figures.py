@@ -98,3 +98,22 @@ def test_depth_rms_figure_coinciding_curves_take_turns_with_their_markers():
     assert all(s > 0 for s in none)  # no other curve on top of it: every marker shown
     assert all((a > 0) != (b > 0) for a, b in zip(ln, rms))  # LayerNorm and RMSNorm coincide: one marker each block
     assert "no norm, init std 1/8: block" in fig.layout.title.text
+
+
+def test_rope_turns_figure_draws_the_table_and_labels_the_line_on_it():
+    from tinytf.lab.context_length import rope_angle_table
+    from tinytf.viz.positions import rope_turns_figure
+
+    cfg = tinytf.TinyConfig(d_model=128, n_heads=4)  # d_head 32: 16 pairs
+    angles = rope_angle_table(cfg, [127])
+    fig = rope_turns_figure(angles, 127)
+    assert list(fig.data[0].x) == list(range(16))
+    assert np.allclose(fig.data[0].y, [t[0] for _, _, t in angles])
+    assert fig.layout.yaxis.type == "log"
+    (line,) = fig.layout.shapes
+    assert line.y0 == line.y1 == 1
+    # on a log axis an annotation's y is log10 of the value: the label must sit on the line at 1 turn, not at 10
+    (label,) = fig.layout.annotations
+    assert label.text == "one full turn" and label.yref == "y" and label.y == 0
+    slow = [i for i, _, t in angles if t[0] < 1]
+    assert f"pairs {slow[0]}-{slow[-1]} stay below one turn" in fig.layout.title.text

@@ -113,3 +113,26 @@ def offset_figure(panels: dict, head: int = 0) -> go.Figure:
     fig.update_layout(**_LAYOUT, margin=dict(l=60, r=20, t=110, b=50), height=480, title=title,
                       coloraxis=dict(colorscale=DIVERGING, cmin=-top, cmax=top, colorbar=dict(title="score")))
     return fig
+
+
+def rope_turns_figure(angles, offset: int, name: str = "text-4l", height: int = 320) -> go.Figure:
+    """One bar per RoPE pair, its height the turns it made at ``offset`` (log y), with a dashed line at one
+    full turn. ``angles``: ``tinytf.lab.context_length.rope_angle_table(cfg, [offset])``. The pairs below the
+    line never completed a turn over the offsets 0 to ``offset`` seen in training.
+
+    The line's label is placed with ``add_annotation``: on a log axis plotly puts an ``add_hline`` label at
+    10^y instead of y, so it would float near 10 turns instead of on the line."""
+    pairs = [i for i, _, _ in angles]
+    turns = [t[0] for _, _, t in angles]
+    slow = [i for i, t in zip(pairs, turns) if t < 1]
+    fig = go.Figure(go.Bar(x=pairs, y=turns, marker=dict(color=OKABE_ITO[0])))
+    fig.add_hline(y=1, line_dash="dash")
+    # a log axis takes annotation y in log10 units: 0 is one turn; the label sits just above the line
+    fig.add_annotation(x=pairs[-1], y=0, xref="x", yref="y", text="one full turn", showarrow=False,
+                       xanchor="right", yanchor="bottom")
+    look = f"look for: pairs {slow[0]}-{slow[-1]} stay below one turn" if slow else "every pair turned"
+    title = _title(f"{name}: how far each RoPE pair turned over the offsets seen in training (0 to {offset})",
+                   look)
+    fig.update_layout(**_LAYOUT, title=title, height=height, xaxis_title="pair (0 = fastest)",
+                      yaxis_title=f"turns at offset {offset}", yaxis_type="log")
+    return fig
