@@ -112,6 +112,7 @@ def test_rope_turns_figure_draws_the_table_and_labels_the_line_on_it():
     assert fig.layout.yaxis.type == "log"
     (line,) = fig.layout.shapes
     assert line.y0 == line.y1 == 1
+    assert line.line.color == "#444444"  # a grey the page theme recolours in dark mode (plotly's default did not)
     # on a log axis an annotation's y is log10 of the value: the label must sit on the line at 1 turn, not at 10
     (label,) = fig.layout.annotations
     assert label.text == "one full turn" and label.yref == "y" and label.y == 0

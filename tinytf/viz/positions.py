@@ -126,7 +126,7 @@ def rope_turns_figure(angles, offset: int, name: str = "text-4l", height: int = 
     turns = [t[0] for _, _, t in angles]
     slow = [i for i, t in zip(pairs, turns) if t < 1]
     fig = go.Figure(go.Bar(x=pairs, y=turns, marker=dict(color=OKABE_ITO[0])))
-    fig.add_hline(y=1, line_dash="dash")
+    fig.add_hline(y=1, line_dash="dash", line_color="#444444")  # grey: the page theme recolours it in dark mode
     # a log axis takes annotation y in log10 units: 0 is one turn; the label sits just above the line
     fig.add_annotation(x=pairs[-1], y=0, xref="x", yref="y", text="one full turn", showarrow=False,
                        xanchor="right", yanchor="bottom")
