@@ -56,3 +56,24 @@ def test_the_gap_fits_the_category_array_and_frames_that_name_their_traces():
     named["frames"][1]["data"][0]["y"] = [SHORT, LONG]
     del named["frames"][1]["data"][0]["yaxis"]  # the axis comes from the figure's trace 1
     assert domains(named) == long_first
+
+
+def test_array_ticks_are_what_is_drawn_on_either_axis():
+    """One rule for x and y: where an axis has array ticks (tickvals + ticktext, with or without
+    tickmode="array", as a log axis labelled 0.1, 0.2, 0.5 ... or a numeric axis labelled by name), the gap is
+    sized for their text, not for the traces' values."""
+    long_first = domains(figure([[SHORT, LONG]]))
+    numeric = figure([[SHORT]])
+    numeric["frames"] = []
+    numeric["data"][1]["y"] = [0, 1]
+    numeric["layout"]["yaxis2"] = {"anchor": "x2", "tickvals": [0, 1], "ticktext": [SHORT, LONG]}
+    assert domains(numeric) == long_first
+    numeric["layout"]["yaxis2"]["tickmode"] = "array"
+    assert domains(numeric) == long_first
+    # a frame's own ticktext counts too
+    later = copy.deepcopy(numeric)
+    later["layout"]["yaxis2"]["ticktext"] = [SHORT, SHORT]
+    later["frames"] = [{"name": "0", "data": copy.deepcopy(later["data"])},
+                       {"name": "1", "data": copy.deepcopy(later["data"]),
+                        "layout": {"yaxis2": {"tickvals": [0, 1], "ticktext": [SHORT, LONG]}}}]
+    assert domains(later) == long_first

@@ -258,7 +258,7 @@ var tinytfCore = (function () {
   function tickRoom(f, s, width) {
     if (s.xa.showticklabels === false || s.xa.visible === false) { return 6; }
     var size = (s.xa.tickfont && s.xa.tickfont.size) || (f.layout.font && f.layout.font.size) || 12;
-    var uniq = tickLabels(f, s);
+    var uniq = axisLabels(f, s, "x");
     if (!uniq.length) { return size + 14; }
     var longest = function (sz) { return Math.max.apply(null, uniq.map(function (v) { return textWidth(v, sz); })); };
     if (uniq.length * (longest(size) + 8) <= width) { return size + 14; }
@@ -273,19 +273,34 @@ var tinytfCore = (function () {
     }
     return Math.min(longest(size), 120) + size + 10;
   }
-  // the x tick labels of subplot s: its array ticks (the figure's and every frame's), else its string x values
-  function tickLabels(f, s) {
-    var labels = [], key = axisKey(s.xr);
-    f.data.forEach(function (t) {
-      if ((t.xaxis || "x") === s.xr && Array.isArray(t.x) && typeof t.x[0] === "string") { labels = labels.concat(t.x); }
-    });
-    if (Array.isArray(s.xa.ticktext) && s.xa.ticktext.length) {  // what is drawn, on every frame
-      labels = [].concat.apply(s.xa.ticktext.map(String), (f.frames || []).map(function (fr) {
-        var ax = fr.layout && fr.layout[key];
-        return ax && Array.isArray(ax.ticktext) ? ax.ticktext.map(String) : [];
-      }));
+  // The tick labels subplot s may draw on its x or y axis (`letter`), one rule for both: where the axis has array
+  // ticks (its own ticktext or a frame's), what is drawn is their text, on every frame; otherwise its category
+  // labels: the string values of its traces in the figure and in every frame (a frame's trace j updates the
+  // figure's trace frame.traces[j], or trace j) and its category array. Each label once, in order of appearance.
+  // The room under (x) or left of (y) a subplot is sized for all of them, not only for frame 0's.
+  function axisLabels(f, s, letter) {
+    var ref = letter === "x" ? s.xr : s.yr, ax = letter === "x" ? s.xa : s.ya, key = axisKey(ref);
+    var seen = {}, labels = [];
+    var add = function (a) {
+      if (!Array.isArray(a)) { return; }
+      a.forEach(function (v) {
+        if (typeof v === "string" && !seen.hasOwnProperty(v)) { seen[v] = true; labels.push(v); }
+      });
+    };
+    var ticked = function (a) { return a && Array.isArray(a.ticktext) && a.ticktext.length > 0; };
+    var frameAxes = (f.frames || []).map(function (fr) { return fr.layout && fr.layout[key]; });
+    if (ticked(ax) || frameAxes.some(ticked)) {
+      [ax].concat(frameAxes).forEach(function (a) { if (ticked(a)) { add(a.ticktext.map(String)); } });
+      return labels;
     }
-    return labels.filter(function (v, i) { return labels.indexOf(v) === i; });
+    [{ data: f.data }].concat(f.frames || []).forEach(function (fr) {
+      (fr.data || []).forEach(function (t, j) {
+        var k = Array.isArray(fr.traces) ? fr.traces[j] : j, base = f.data[k] || {};
+        if ((t[letter + "axis"] || base[letter + "axis"] || letter) === ref) { add(t[letter]); }
+      });
+    });
+    add(ax.categoryarray);
+    return labels;
   }
   // px between neighbouring ticks: array ticks on a numeric range from their values, else one per label
   function tickColumn(s, n, width) {
@@ -376,31 +391,10 @@ var tinytfCore = (function () {
     });
     return shared || subs.some(function (s) { return s.spans; });
   }
-  // the y tick labels subplot s may draw: its string y values in the figure and in every frame (a frame's
-  // trace j updates the figure's trace frame.traces[j], or trace j), its category array and its array ticks;
-  // the gap left of the subplot is sized for all of them, not only for frame 0's
-  function yLabels(f, s) {
-    var seen = {}, labels = [];
-    var add = function (a) {
-      if (!Array.isArray(a)) { return; }
-      a.forEach(function (v) {
-        if (typeof v === "string" && !seen.hasOwnProperty(v)) { seen[v] = true; labels.push(v); }
-      });
-    };
-    [{ data: f.data }].concat(f.frames || []).forEach(function (fr) {
-      (fr.data || []).forEach(function (t, j) {
-        var k = Array.isArray(fr.traces) ? fr.traces[j] : j;
-        if ((t.yaxis || (f.data[k] && f.data[k].yaxis) || "y") === s.yr) { add(t.y); }
-      });
-    });
-    add(s.ya.categoryarray);
-    if (s.ya.tickmode === "array") { add(s.ya.ticktext); }
-    return labels;
-  }
   function yRoom(f, s, textSize) {  // px left of a subplot for its y tick labels and title
     var room = 10;
     if (s.ya.showticklabels !== false && s.ya.visible !== false) {
-      var labels = yLabels(f, s);
+      var labels = axisLabels(f, s, "y");
       var size = (s.ya.tickfont && s.ya.tickfont.size) || textSize;
       room += labels.length ? Math.min(120, Math.max.apply(null, labels.map(function (v) { return textWidth(v, size); })))
                             : 3 * size;
