@@ -191,3 +191,19 @@ def test_time_matvecs_counts_every_linear():
     assert s.q1 <= s.median <= s.q3 and s.median > 0
     with pytest.raises(TinyTFInputError):
         time_matvecs(model, repeats=0)
+
+
+def test_step_times_summary_prints_each_band_and_the_ratio_per_repeat():
+    from tinytf.lab.prefill_decode import StepTimes
+    st = StepTimes([10, 11, 20, 21], {"naive": [[2e-3, 2e-3, 4e-3, 4e-3], [2e-3, 2e-3, 6e-3, 6e-3]],
+                                      "cached": [[1e-3] * 4] * 2})
+    lines = st.summary([(10, 12), (20, 22)], "token").splitlines()
+    assert lines[0].startswith("naive   ms per token:  positions 10-11: 2.0")
+    assert "positions 20-21: " + str(st.band("naive", 20, 22).scaled(1e3)) in lines[0]
+    assert lines[1].startswith("cached  ms per token:  positions 10-11: 1.0")
+    # per repeat 4.0 and 6.0: their median 5.0, not the ratio of pooled medians
+    assert lines[2] == ("naive / cached, per repeat:   positions 10-11: " + str(st.ratio(10, 12))
+                        + ";  positions 20-21: " + str(st.ratio(20, 22)))
+    assert st.ratio(20, 22).median == 5.0
+    with pytest.raises(TinyTFInputError):
+        st.summary([(30, 40)], "token")

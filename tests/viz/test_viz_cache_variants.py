@@ -74,3 +74,20 @@ def test_cache_figure_follows_generate_for_every_variant(name):
         for row, layer in zip(range(0, len(cols), 2), range(model.config.n_layers)):
             drawn = [custom[row][p] for p in cols[row]]
             assert drawn == pytest.approx(snaps[k]["norms"][layer][0])
+
+
+def test_step_times_figure_draws_the_medians_and_iqr_of_every_step():
+    from tinytf.lab.prefill_decode import StepTimes
+    from tinytf.viz.cache import step_times_figure
+    st = StepTimes([10, 20], {"naive": [[2e-3, 4e-3], [4e-3, 8e-3], [3e-3, 6e-3]], "cached": [[1e-3, 1e-3]] * 3})
+    fig = step_times_figure(st, "Step times", "byte", look_for="naive climbs")
+    naive, cached = fig.data
+    assert (naive.name, cached.name) == ("naive", "cached")
+    assert list(naive.x) == [10, 20] and list(naive.y) == pytest.approx([3.0, 6.0])
+    assert list(naive.error_y.array) == pytest.approx([0.5, 1.0])  # q3 - median (inclusive quartiles)
+    assert list(naive.error_y.arrayminus) == pytest.approx([0.5, 1.0])
+    assert list(cached.y) == pytest.approx([1.0, 1.0])
+    assert fig.layout.yaxis.rangemode == "tozero"
+    assert fig.layout.yaxis.title.text == "milliseconds per byte (processor time)"
+    assert "look for: naive climbs" in fig.layout.title.text
+    assert step_times_figure(st, "Step times", "token").layout.title.text == "Step times"

@@ -295,6 +295,17 @@ class StepTimes:
         n, c = self.band("naive", lo, hi), self.band("cached", lo, hi)
         return float(n.median_str()) / float(c.median_str())
 
+    def summary(self, bands, unit: str) -> str:
+        """Each line's median and IQR (ms per ``unit``) in every band (lo, hi) of positions, then the ratio
+        naive / cached per repeat in each band (``ratio``: each repeat's ratio, then their median), one line
+        each."""
+        lines = [f"{name:7} ms per {unit}:  "
+                 + ";  ".join(f"positions {lo}-{hi - 1}: {self.band(name, lo, hi).scaled(1e3)}" for lo, hi in bands)
+                 for name in ("naive", "cached")]
+        lines.append("naive / cached, per repeat:   "
+                     + ";  ".join(f"positions {lo}-{hi - 1}: {self.ratio(lo, hi)}" for lo, hi in bands))
+        return "\n".join(lines)
+
     def reading(self, first: tuple, last: tuple, unit: str, names=("first quarter", "last quarter")) -> str:
         """Three sentences reading two bands (lo, hi) of positions, rounded as the bands print: each line's
         median from the first band to the last, with its relative change (to the nearest 10 %, as precise as the

@@ -194,3 +194,23 @@ def cache_growth(model, prompt, max_new_tokens: int = 8, snapshots=None) -> go.F
     fig.update_xaxes(title="generation step", range=[-0.5, steps[-1] + 0.5], dtick=1, row=2, col=1)
     fig.update_yaxes(title="KiB", range=[0, max(kib) * 1.1], row=2, col=1)
     return fig
+
+
+def step_times_figure(steps, title: str, unit: str, look_for: str | None = None) -> go.Figure:
+    """Milliseconds per generation step against the position the step feeds, naive and cached: the median over
+    the repeats with IQR bars (``steps``: a ``tinytf.lab.prefill_decode.StepTimes``). The y axis starts at 0, so
+    that the gap between the lines reads as the ratio it is. ``look_for``, when given, is a subtitle saying what
+    to look for."""
+    fig = go.Figure()
+    for name in ("naive", "cached"):
+        s = steps.per_step_spread(name)
+        fig.add_trace(go.Scatter(
+            x=steps.positions, y=[1e3 * x.median for x in s], mode="lines+markers", name=name,
+            error_y=dict(type="data", symmetric=False, array=[1e3 * (x.q3 - x.median) for x in s],
+                         arrayminus=[1e3 * (x.median - x.q1) for x in s])))
+    head = f"<b>{title}</b><br><span style='font-size:12px'>look for: {look_for}</span>" if look_for else title
+    fig.update_layout(title=head, xaxis_title=f"position of the {unit} the step feeds",
+                      yaxis_title=f"milliseconds per {unit} (processor time)", template="plotly_white",
+                      height=380)
+    fig.update_yaxes(rangemode="tozero")
+    return fig
