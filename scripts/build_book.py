@@ -169,6 +169,18 @@ def static_changed(html: Path = HTML) -> bool:
     return False
 
 
+def bib_changed(edition: str = "en") -> bool:
+    """Whether references.bib changed since the edition's last build started. The citation links of every page
+    point into the bibliography by ids numbered over all its entries, so an added entry moves the ids: only a
+    full build updates the pages that did not change themselves (an incremental one left a page's citations
+    opening the wrong papers)."""
+    stamp = stamp_path(edition)
+    if not stamp.is_file():
+        return False
+    started = json.loads(stamp.read_text(encoding="utf-8")).get("started", 0.0)
+    return (ROOT / "references.bib").stat().st_mtime > started
+
+
 def jupyter_book_exe() -> str:
     exe = Path(sys.executable).parent / "jupyter-book"
     return str(exe) if exe.exists() else "jupyter-book"
@@ -226,7 +238,7 @@ def english_job(full: bool = False, log: Path | None = None) -> Callable[[], flo
         shutil.rmtree(BUILD / ".doctrees", ignore_errors=True)
     # Sphinx copies _static only when some page is out of date: a changed script or style alone
     # needs a full build, or the old copy stays in _build/html
-    full = full or static_changed(HTML)
+    full = full or static_changed(HTML) or bib_changed("en")
     cmd = [jupyter_book_exe(), *JB_ARGS] + (["--all"] if full else [])
     if toc_path() != ROOT / "_toc.yml":
         cmd += ["--toc", str(toc_path())]
@@ -337,7 +349,7 @@ def chinese_job(full: bool = False, log: Path | None = None) -> Callable[[], flo
         shutil.rmtree(ZH_BUILD / "_build", ignore_errors=True)
     write_if_changed(ZH_BUILD / "_config.yml", chinese_config())
     copy_catalogues()
-    full = full or static_changed(ZH_OUT)
+    full = full or static_changed(ZH_OUT) or bib_changed("zh")
     cmd = [jupyter_book_exe(), *JB_ARGS, "--config", str(ZH_BUILD / "_config.yml"),
            "--path-output", str(ZH_BUILD)] + (["--all"] if full else [])
     if toc_path() != ROOT / "_toc.yml":
