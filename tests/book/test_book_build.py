@@ -355,3 +355,33 @@ def test_glossary_terms_are_unique_and_link_to_where_they_are_taught():
     assert len(terms) == len(set(terms)), sorted(t for t in terms if terms.count(t) > 1)
     bare = [r[0] for r in rows if r[-1] != "–" and "{ref}" not in r[-1] and "{doc}" not in r[-1]]
     assert not bare, f"glossary rows without a link to where they are taught: {bare}"
+
+
+def test_every_citation_link_opens_the_entry_it_names(book_html):
+    """A citation's link points into the bibliography by an id numbered over all its entries; its visible text
+    (``Kaplan et al., 2020``, ``Vaswani et al. [2017]``) names the first author. Every link whose text starts with
+    a name must open an entry that contains that name (an incremental build once left a page's 18 citations
+    opening the wrong papers after an entry was added)."""
+    import html as html_lib
+
+    bib = (book_html / "chapters" / "bibliography.html").read_text(encoding="utf-8")
+    entries = {m.group(1): html_lib.unescape(re.sub(r"<[^>]+>", " ", m.group(2)))
+               for m in re.finditer(r'<div class="citation" id="(id\d+)"[^>]*>(.*?)</div>', bib, re.S)}
+    assert len(entries) > 30
+    checked, wrong = 0, []
+    pages = sorted((book_html / "chapters").glob("*.html")) + [book_html / "intro.html"]
+    for page in pages:
+        if page.name == "bibliography.html":
+            continue
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r'<a class="reference internal" href="(?:chapters/)?bibliography\.html#(id\d+)"[^>]*>(.*?)</a>',
+                             text, re.S):
+            shown = html_lib.unescape(re.sub(r"<[^>]+>", "", m.group(2))).strip()
+            name = re.match(r"([A-Z][\w'’\-]+)", shown)
+            if not name:
+                continue  # {cite:t}'s year-only link: its name is outside the link
+            checked += 1
+            if name.group(1) not in entries.get(m.group(1), ""):
+                wrong.append(f"{page.name}: {shown!r} opens {entries.get(m.group(1), 'no entry')[:80]!r}")
+    assert checked > 500, checked
+    assert not wrong, "\n".join(wrong[:10])
