@@ -143,14 +143,21 @@ def newest_source(edition: str = "en") -> tuple[float, Path | None]:
     return newest, which
 
 
-def edition_is_stale(edition: str) -> bool:
+def last_build_started(edition: str) -> float | None:
+    """When the edition's last build started (its stamp), or None before the first. Sources are compared with the
+    start, not the end: a source saved while a build ran is not in it."""
     stamp = stamp_path(edition)
-    if not stamp.is_file() or not (html_dir(edition) / "index.html").is_file():
+    if not stamp.is_file():
+        return None
+    return json.loads(stamp.read_text(encoding="utf-8")).get("started", 0.0)
+
+
+def edition_is_stale(edition: str) -> bool:
+    started = last_build_started(edition)
+    if started is None or not (html_dir(edition) / "index.html").is_file():
         return True
     if built_with_other_toc(edition):
         return True
-    # compare with the start of the last build: a source saved while it ran is not in it
-    started = json.loads(stamp.read_text(encoding="utf-8")).get("started", 0.0)
     return newest_source(edition)[0] > started
 
 
@@ -174,11 +181,8 @@ def bib_changed(edition: str = "en") -> bool:
     point into the bibliography by ids numbered over all its entries, so an added entry moves the ids: only a
     full build updates the pages that did not change themselves (an incremental one left a page's citations
     opening the wrong papers)."""
-    stamp = stamp_path(edition)
-    if not stamp.is_file():
-        return False
-    started = json.loads(stamp.read_text(encoding="utf-8")).get("started", 0.0)
-    return (ROOT / "references.bib").stat().st_mtime > started
+    started = last_build_started(edition)
+    return started is not None and (ROOT / "references.bib").stat().st_mtime > started
 
 
 def jupyter_book_exe() -> str:
