@@ -656,6 +656,14 @@ def test_chapter_pairs_are_oriented_older_vs_newer():
     assert [(a, b) for _, a, b in bc.QUESTIONS][3] == ("2017 + pre-norm", "Llama-3-style")
 
 
+def test_chapter_rows_use_the_lessons_names():
+    """Chapter 9's lesson, its forest figure and the lab notes name each question alike: row (4) is "five swaps,
+    unscaled" everywhere (the lesson's roadmap), and QUESTIONS and CONFIRM_PAIRS agree on every shared label."""
+    labels = {label.split(" ", 1)[0]: label for label, _, _ in bc.QUESTIONS}
+    assert labels["(4)"] == "(4) five swaps, unscaled"
+    assert [label for label, _, _ in bc.QUESTIONS] == [bc.CONFIRM_PAIRS[i][0] for i in (0, 2, 3, 4)]
+
+
 def test_planned_retest_uses_the_confirmation_settings_on_new_seeds():
     """Chapter 9's planned retest (compare_blocks_planned.json) trains each block of PLANNED_PAIR exactly as the
     confirmation runs did: the same task, recipe and evaluation, the same configs and the same chosen cells; only

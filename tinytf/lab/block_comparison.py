@@ -861,7 +861,7 @@ def pair_label(a: str, b: str) -> str:
 QUESTIONS = (("(1) norm position", "2017", "2017 + pre-norm"),
              ("(2) whole blocks", "2017", "Llama-3-style"),
              ("(3) GQA", "Llama-3-style + MHA", "Llama-3-style"),
-             ("(4) other five swaps, unscaled embeddings", "2017 + pre-norm", "Llama-3-style"))
+             ("(4) five swaps, unscaled", "2017 + pre-norm", "Llama-3-style"))
 
 #: chapter 9's confirmation (section 9.3.2, seeds 3-12): its seven pairs (short label, a, b), compared as a - b with a
 #: the older choice (positive: the newer choice is lower), in the chapter's order: question (1), the norm's position,
@@ -873,7 +873,7 @@ CONFIRM_PAIRS = (("(1) norm position", "2017", "2017 + pre-norm"),
                  ("(1b) norm position, Llama-3-style block", "Llama-3-style + post-norm", "Llama-3-style"),
                  ("(2) whole blocks", "2017", "Llama-3-style"),
                  ("(3) GQA", "Llama-3-style + MHA", "Llama-3-style"),
-                 ("(4) other five swaps, unscaled embeddings", "2017 + pre-norm", "Llama-3-style"),
+                 ("(4) five swaps, unscaled", "2017 + pre-norm", "Llama-3-style"),
                  ("(4a) unscaled embeddings alone", "Llama-3-style + scaled emb.", "Llama-3-style"),
                  ("(4b) other five swaps alone", "2017 + pre-norm", "Llama-3-style + scaled emb."))
 
