@@ -172,9 +172,10 @@ def test_chinese_steps_and_frame_titles(catalogue):
 
 
 def test_the_narrow_screen_drawing_is_translated_too(catalogue):
-    # ch2's head comparison carries a second drawing for phones (layout.meta.tinytf.narrow.figure): its axis
-    # titles and hover text are the wide drawing's words and must not stay English on a Chinese phone
-    spec = _figure("02_causal_self_attention.ipynb",
+    # ch2's head comparison (now in its lab notes) carries a second drawing for phones
+    # (layout.meta.tinytf.narrow.figure): its axis titles and hover text are the wide drawing's words and must not
+    # stay English on a Chinese phone
+    spec = _figure("02_causal_self_attention_notes.ipynb",
                    lambda s: "narrow" in ((s["layout"].get("meta") or {}).get("tinytf") or {})
                    and s["layout"]["meta"]["tinytf"]["narrow"]["figure"].get("data"))
     narrow_en = spec["layout"]["meta"]["tinytf"]["narrow"]["figure"]
