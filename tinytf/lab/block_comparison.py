@@ -869,11 +869,9 @@ QUESTIONS = (("(1) norm position", "2017", "2017 + pre-norm"),
 #: then (4), the other swaps + the embedding scale, split post hoc into (4a) the embedding scale (the 2017 block scales
 #: them, the Llama-3-style block does not) and (4b) the other swaps. The first five pairs need only the decoder-only
 #: study's five variants.
-CONFIRM_PAIRS = (("(1) norm position", "2017", "2017 + pre-norm"),
+CONFIRM_PAIRS = (QUESTIONS[0],
                  ("(1b) norm position, Llama-3-style block", "Llama-3-style + post-norm", "Llama-3-style"),
-                 ("(2) whole blocks", "2017", "Llama-3-style"),
-                 ("(3) GQA", "Llama-3-style + MHA", "Llama-3-style"),
-                 ("(4) five swaps, unscaled", "2017 + pre-norm", "Llama-3-style"),
+                 *QUESTIONS[1:],
                  ("(4a) unscaled embeddings alone", "Llama-3-style + scaled emb.", "Llama-3-style"),
                  ("(4b) other five swaps alone", "2017 + pre-norm", "Llama-3-style + scaled emb."))
 
