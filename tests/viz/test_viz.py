@@ -528,6 +528,17 @@ def test_shape_chain_seed_002():
         viz.shape_chain(C=8, n_heads=2, D=3)
 
 
+def test_shape_chain_with_key():
+    """with_key puts each stage's measure_mixing key beside its label, in measure_mixing's order."""
+    rows = viz.shape_chain(B=2, T=4, C=8, n_heads=2, D=4, d_ff=32, seed=0, with_key=True)
+    plain = viz.shape_chain(B=2, T=4, C=8, n_heads=2, D=4, d_ff=32, seed=0)
+    assert [r[:1] + r[2:] for r in rows] == plain
+    assert [r[1] for r in rows][:3] == ["embed", "norm1", "qkv"] and rows[-1][1] == "resid2"
+    table = viz.format_shape_chain(rows).splitlines()
+    assert table[0].split() == ["stage", "key", "shape", "mixes", "tokens?"]
+    assert table[4].startswith("Q/K/V heads") and " qkv " in table[4]
+
+
 def test_views_reject_bad_input_clearly():
     model = model_for()
     with pytest.raises(tinytf.TinyTFInputError, match="empty"):

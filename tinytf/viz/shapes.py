@@ -62,11 +62,12 @@ def measure_mixing(model, ids, stages=None, layer: int = 0) -> dict:
 
 
 def shape_chain(B: int = 2, T: int = 4, C: int = 8, n_heads: int = 2, D: int = 4, d_ff: int = 32, seed: int = 0,
-                **config_changes) -> list:
+                with_key: bool = False, **config_changes) -> list:
     """Build a real tiny TinyTransformer (d_model=C, n_heads, d_ff, other settings from
     TinyConfig or ``config_changes``, e.g. ffn="relu"), run B random sequences of T byte tokens
     through it with tracing, and return one row per stage of block 0:
-    (stage, shape of the traced tensor(s), "yes"/"no" measured mixing)."""
+    (stage, shape of the traced tensor(s), "yes"/"no" measured mixing). ``with_key=True`` adds
+    the stage's key (the name ``measure_mixing`` returns) after its label."""
     if C != n_heads * D:
         raise TinyTFInputError(f"C must equal n_heads * D (the heads split C); got C={C}, n_heads={n_heads}, D={D}")
     cfg = TinyConfig(**dict(dict(d_model=C, n_heads=n_heads, d_ff=d_ff, n_layers=1, max_seq_len=max(T, 8)),
@@ -80,14 +81,16 @@ def shape_chain(B: int = 2, T: int = 4, C: int = 8, n_heads: int = 2, D: int = 4
     mixing = measure_mixing(model, ids, stages)
     rows = []
     for st in stages:
-        rows.append((st.name, outputs_shape(trace, st.outputs), "yes" if mixing[st.key] else "no"))
+        row = (st.name, outputs_shape(trace, st.outputs), "yes" if mixing[st.key] else "no")
+        rows.append(row[:1] + (st.key,) + row[1:] if with_key else row)
     return rows
 
 
 def format_shape_chain(rows) -> str:
     """Plain-text table of shape_chain rows (for print(); nbval compares it exactly)."""
-    rows = [HEADER] + [tuple(map(str, r)) for r in rows]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    header = HEADER if not rows or len(rows[0]) == 3 else HEADER[:1] + ("key",) + HEADER[1:]
+    rows = [header] + [tuple(map(str, r)) for r in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
