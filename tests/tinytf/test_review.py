@@ -1,4 +1,6 @@
 """The block reviewer (tinytf.review): which gaps it finds, for tinytf configs and published models."""
+import math
+
 import pytest
 
 import tinytf
@@ -55,9 +57,18 @@ def test_each_single_swap_removes_exactly_its_gap():
 def test_ratio_boundaries():
     lo, hi = RATIO_RANGE
     fields = dict(PUBLISHED["Llama 3 8B"])
-    for d_ff, gap in ((int(4096 * lo), False), (int(4096 * hi), False), (int(4096 * lo) - 8, True),
+    for d_ff, gap in ((math.ceil(4096 * lo), False), (int(4096 * hi), False), (int(4096 * lo) - 8, True),
                       (int(4096 * hi) + 8, True), (4 * 4096, True)):
         assert ("FFN expansion ratio" in aspects(dict(fields, d_ff=d_ff))) is gap, d_ff
+
+
+def test_ratio_range_is_8_3_to_3_5_with_a_small_margin():
+    # the lower edge lies within rounding of 8/3 (Llama 1's 11008 / 4096 = 2.69 passes); a gated FFN at 2.55,
+    # 4% below 8/3, is a difference
+    assert RATIO_RANGE == (2.6, 3.6)
+    fields = dict(PUBLISHED["Llama 3 8B"])
+    assert "FFN expansion ratio" not in aspects(dict(fields, d_ff=11008))
+    assert "FFN expansion ratio" in aspects(dict(fields, d_ff=int(4096 * 2.55)))
 
 
 def test_gqa_gap_counts_kv_heads_not_query_heads():
