@@ -271,3 +271,35 @@ def test_format_cost_table():
         format_cost_table(summary, ["attn zero"])
     with pytest.raises(ValueError, match="format_cost_table"):
         format_cost_table(summary, ["ffn zero"], reference="unigram baseline")
+
+
+@torch.no_grad()
+def test_ffn_patched_bits_patches_every_blocks_activation(model, windows):
+    """Chapter 4's switching-off test: a patch on SiLU(gate) in every block (or one block, per_block=True)."""
+    inputs, targets = windows
+    direct = F.cross_entropy(model(inputs).transpose(1, 2), targets).item() / math.log(2)
+    assert A.ffn_patched_bits(model, inputs, targets, lambda a: a) == pytest.approx(direct, abs=1e-12)
+    # SiLU(gate) = 0 in every block: each FFN writes 0 (no bias), as zeroing every ffn.out does
+    no_ffn = A.window_bits(model, inputs, targets, A.ZeroAblation(A.sites(model, "ffn"))).mean().item()
+    assert A.ffn_patched_bits(model, inputs, targets, torch.zeros_like) == pytest.approx(no_ffn, abs=1e-6)
+    assert A.ffn_patched_bits(model, inputs, targets, torch.zeros_like, site="post") == pytest.approx(no_ffn, abs=1e-6)
+    # per_block: the patch gets the block's index; zeroing block 1 only is zeroing blocks.1.ffn.out
+    only1 = A.window_bits(model, inputs, targets, A.ZeroAblation(["blocks.1.ffn.out"])).mean().item()
+    seen = []
+
+    def zero_block_1(a, b):
+        seen.append(b)
+        return a * (b != 1)
+
+    assert A.ffn_patched_bits(model, inputs, targets, zero_block_1, per_block=True) == pytest.approx(only1, abs=1e-6)
+    assert seen == [0, 1] and abs(only1 - direct) > 1e-3 and abs(no_ffn - only1) > 1e-3
+    # a mask shaped like the traced tensor: all windows run in one pass
+    _, trace = model.run_with_trace(inputs)
+    mask = (trace["blocks.0.ffn.act"] <= 1).float()
+    assert A.ffn_patched_bits(model, inputs, targets, lambda a: a * mask) > 0
+    with pytest.raises(TinyTFInputError, match="site"):
+        A.ffn_patched_bits(model, inputs, targets, torch.zeros_like, site="blocks.0.ffn.act")
+    with pytest.raises(TinyTFInputError, match="patch"):
+        A.ffn_patched_bits(model, inputs, targets, None)
+    with pytest.raises(KeyError, match="ffn.wiegths"):
+        A.ffn_patched_bits(model, inputs, targets, torch.zeros_like, site="wiegths")

@@ -10,6 +10,7 @@
     logits = mean.run(model, ids)                         # one forward pass with the replacement
     bits = ablation.window_bits(model, inputs, targets, mean)   # [n] bits per byte of each window
     kl = ablation.window_kl(model, inputs, mean)          # [n] mean KL(intact || ablated) per window, in bits
+    bits = ablation.ffn_patched_bits(model, inputs, targets, lambda a: a * (a <= 1))  # SiLU(gate) > 1 set to 0
     whole = ablation.ZeroAblation(ablation.block_sites(model, 2))  # block 2 becomes the identity
     results = ablation.load_results()                     # text-4l, 29 conditions, measured once and shipped
     moved = ablation.logprob_change(logits, new_logits)   # [...] largest |change| of a log-probability per row
@@ -229,6 +230,29 @@ def window_bits(model, inputs, targets, ablation: Ablation | None = None, batch_
         ce = F.cross_entropy(logits.transpose(1, 2), targets[i:i + batch_size], reduction="none")  # [b, T]
         out.append(ce.double().mean(-1) / math.log(2))
     return torch.cat(out)
+
+
+@torch.no_grad()
+def ffn_patched_bits(model, inputs, targets, patch, site: str = "act", per_block: bool = False) -> float:
+    """Bits per byte of ``model`` on ``inputs`` against ``targets`` ([n, T] ids, as from ``textdata.eval_windows``;
+    the mean over every position) with ``patch`` applied at ``blocks.{b}.ffn.{site}`` in every block b. The default
+    site ``"act"`` is the FFN's activation: SiLU(gate) in SwiGLU, what multiplies ``up``. ``patch(a)`` returns what
+    replaces the traced tensor ``a`` ([n, T, d_ff]); with ``per_block=True`` it is called as ``patch(a, b)``, with
+    the block's index. All windows run in one forward pass, so a patch may hold tensors of ``a``'s shape, e.g. masks
+    read from ``model.run_with_trace(inputs)``. ``patch=lambda a: a`` gives the intact model's bits per byte."""
+    inputs = _check_windows(inputs, targets)
+    if not isinstance(site, str) or "." in site or not site:
+        raise TinyTFInputError(f"ffn_patched_bits: site is the last part of an FFN hook name ('act', 'post', ...), "
+                               f"got {site!r}")
+    if not callable(patch):
+        raise TinyTFInputError(f"ffn_patched_bits: patch must be a function tensor -> tensor, got "
+                               f"{type(patch).__name__}")
+    if per_block:
+        patches = {f"blocks.{b}.ffn.{site}": lambda a, b=b: patch(a, b) for b in range(_n_blocks(model))}
+    else:
+        patches = {f"blocks.{b}.ffn.{site}": patch for b in range(_n_blocks(model))}
+    logits = model.run_with_patches(inputs, patches=patches)
+    return F.cross_entropy(logits.transpose(1, 2), torch.as_tensor(targets)).item() / math.log(2)
 
 
 @torch.no_grad()
