@@ -43,6 +43,16 @@ def test_induction_map_rejects_bad_input():
         induction_map_figure(torch.zeros(2, 4, 4), 2)
     with pytest.raises(TinyTFInputError, match="period"):
         induction_map_figure(torch.zeros(4, 4), 4)
+    with pytest.raises(TinyTFInputError, match="marked_keys"):
+        induction_map_figure(torch.zeros(4, 4), 2, marked_keys=[4])
+
+
+def test_induction_map_marks_the_given_keys_as_vertical_lines():
+    fig = induction_map_figure(torch.full((8, 8), 1 / 8), 4, marked_keys=[2, 6], marked_label="line breaks")
+    heat, diag, marks = fig.data
+    assert list(marks.x) == [2, 2, None, 6, 6, None]  # one vertical segment per key, over the rows shown
+    assert list(marks.y) == [3.5, 7.5, None, 3.5, 7.5, None] and marks.name == "line breaks"
+    assert len(induction_map_figure(torch.full((8, 8), 1 / 8), 4).data) == 2  # unmarked: as before
 
 
 def test_reach_figure_labels_only_distances_far_enough_apart():

@@ -156,12 +156,14 @@ def reach_figure(distances, top_changes, top_byte_change, top_changes_se=None) -
     return fig
 
 
-def induction_map_figure(weights, period: int, label: str = "", height: int = 520) -> go.Figure:
+def induction_map_figure(weights, period: int, label: str = "", height: int = 520, marked_keys=(),
+                         marked_label: str = "") -> go.Figure:
     """One head's attention on a sequence whose second part repeats its first ``period`` positions: the
     queries of the second copy (rows, positions ``period``..T-1) against every key (columns), as given, with
     the diagonal key = query - period + 1 drawn over it: the key right after the earlier occurrence of the
     query's byte, where an induction head puts its weight. ``weights``: [T, T] (rows sum to 1); ``height``: the
-    figure's height in pixels (a short sequence reads well smaller)."""
+    figure's height in pixels (a short sequence reads well smaller); ``marked_keys`` (optional): key positions
+    drawn as thin vertical lines, one legend entry ``marked_label`` (for example the passage's line breaks)."""
     w = weights.detach().cpu().double() if hasattr(weights, "detach") else None
     if w is None or w.dim() != 2 or w.shape[0] != w.shape[1]:
         raise TinyTFInputError("induction_map_figure: weights must be one head's [T, T] attention weights, got "
@@ -169,6 +171,9 @@ def induction_map_figure(weights, period: int, label: str = "", height: int = 52
     T = w.shape[0]
     if not isinstance(period, int) or not 1 <= period < T:
         raise TinyTFInputError(f"induction_map_figure: period must be an int in 1..{T - 1}, got {period!r}")
+    marked = list(marked_keys)
+    if any(not isinstance(k, int) or not 0 <= k < T for k in marked):
+        raise TinyTFInputError(f"induction_map_figure: marked_keys must be key positions in 0..{T - 1}, got {marked}")
     queries = list(range(period, T))
     z = w[period:].float().numpy()  # [T - period, T]: the second copy's queries, every key (a typed array)
     top = max(float(w[period:].max()), 1e-6)  # the colour scale ends at the largest weight shown
@@ -178,6 +183,14 @@ def induction_map_figure(weights, period: int, label: str = "", height: int = 52
                              line=dict(color=OKABE_ITO[5], width=2, dash="dot"),
                              name=f"key i − {period - 1}: where an induction head looks",
                              hovertemplate=f"query %{{y}}: key %{{x}} (i − {period - 1})<extra></extra>"))
+    if marked:  # one trace of vertical segments, broken by None, so one legend entry
+        xs, ys = [], []
+        for k in marked:
+            xs += [k, k, None]
+            ys += [period - 0.5, T - 0.5, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=OKABE_ITO[2], width=1, dash="dash"),
+                                 name=marked_label or "marked keys",
+                                 hovertemplate=f"key %{{x}}: {marked_label or 'marked'}<extra></extra>"))
     fig.update_xaxes(title="key position", range=[-0.5, T - 0.5])
     fig.update_yaxes(title="query position (second copy)", range=[T - 0.5, period - 0.5])  # reversed: the first query on top; no tick below the last row
     title = _title(f"Attention of {label} on a repeated passage" if label else "Attention on a repeated passage",
