@@ -81,6 +81,35 @@ def test_check_rejects_inconsistent_files():
         R.load_results("/nonexistent/relu-twin.json")
 
 
+def with_seed_1(data):
+    """``data`` with a second pair (seed 1) recorded as scripts/relu_twin.py --seed 1 stores it."""
+    data = copy.deepcopy(data)
+    data["models"]["text-4l@seed1"] = dict(data["models"]["text-4l"], val_bpb=1.9)
+    data["models"]["relu-twin@seed1"] = dict(data["models"]["relu-twin"], val_bpb=2.2)
+    data["settings"]["seed_runs"] = {"1": {"command": "python -m tinytf train --task text --preset small-relu --seed 1"}}
+    return data
+
+
+def test_pairs_follow_the_seeds():
+    assert R.pairs(synthetic_results()) == [(0, 2.0, 2.1, pytest.approx(-0.1))]
+    two = with_seed_1(synthetic_results())
+    R.check(two)
+    assert R.extra_seeds(two) == [1]
+    assert [(s, swi, rel) for s, swi, rel, _ in R.pairs(two)] == [(0, 2.0, 2.1), (1, 1.9, 2.2)]
+    table = R.format_pairs(two).splitlines()
+    assert table[2].split() == ["0", "2.000", "2.100", "-0.100"]
+    assert table[3].split() == ["1", "1.900", "2.200", "-0.300"]
+    assert table[4].split()[:2] == ["mean", "-0.200"] and "2 pairs" in table[4]
+    for change, match in ((lambda d: d["models"].pop("text-4l@seed1"), "'text-4l@seed1' missing"),
+                          (lambda d: d["settings"].pop("seed_runs"), "seed_runs"),
+                          (lambda d: d["models"].update({"gelu-twin": d["models"]["relu-twin"]}), "unknown models"),
+                          (lambda d: d["models"]["relu-twin@seed1"].update(ffn="swiglu"), "expected 'relu'")):
+        bad = copy.deepcopy(two)
+        change(bad)
+        with pytest.raises(tinytf.TinyTFInputError, match=match):
+            R.check(bad)
+
+
 @pytest.mark.skipif(not R.RESULTS_PATH.exists(), reason="not measured yet: python scripts/relu_twin.py writes it")
 def test_stored_results_are_consistent():
     data = R.load_results()

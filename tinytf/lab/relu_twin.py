@@ -108,10 +108,20 @@ def check(data: dict, where="relu-twin results") -> None:
     for key in ("command", "seed", "steps", "corpus_sha256"):
         if key not in data["settings"]:
             fail(f"settings has no {key!r}")
-    if set(data["models"]) != set(MODELS):
-        fail(f"models {sorted(data['models'])}, expected {sorted(MODELS)}")
+    if not set(MODELS) <= set(data["models"]):
+        fail(f"models {sorted(data['models'])}, expected {sorted(MODELS)} (plus pairs from other seeds)")
+    extra = set(data["models"]) - set(MODELS)
+    for seed in extra_seeds(data):
+        for key in (f"text-4l@seed{seed}", f"relu-twin@seed{seed}"):
+            if key not in extra:
+                fail(f"seed {seed}: {key!r} missing (each further seed is a SwiGLU-ReLU pair)")
+            extra.discard(key)
+        if str(seed) not in data["settings"].get("seed_runs", {}):
+            fail(f"seed {seed}: settings['seed_runs'] has no entry {str(seed)!r}")
+    if extra:
+        fail(f"unknown models {sorted(extra)}; further seeds are named 'text-4l@seedN' and 'relu-twin@seedN'")
     for name, m in data["models"].items():
-        want = "swiglu" if name == "text-4l" else "relu"
+        want = "swiglu" if name.split("@seed")[0] == "text-4l" else "relu"
         if m.get("ffn") != want:
             fail(f"{name}: ffn {m.get('ffn')!r}, expected {want!r}")
         if not (isinstance(m.get("n_positions"), int) and m["n_positions"] > 0):
@@ -133,6 +143,38 @@ def check(data: dict, where="relu-twin results") -> None:
         fail("the models have different numbers of blocks")
     if data["models"]["text-4l"]["d_ff"] * 3 != data["models"]["relu-twin"]["d_ff"] * 2:
         fail("the twin's FFN is not parameter-matched (3 * 512 = 2 * 768)")
+
+
+def extra_seeds(data: dict) -> list:
+    """The seeds, besides 0, with a recorded SwiGLU-ReLU pair (``"relu-twin@seedN"`` in ``data["models"]``)."""
+    out = []
+    for name in data["models"]:
+        base, _, seed = name.partition("@seed")
+        if base in ("text-4l", "relu-twin") and seed:
+            if not seed.isdigit() or int(seed) == 0:
+                raise TinyTFInputError(f"relu-twin results: model {name!r}; seed 0 is 'text-4l' / 'relu-twin'")
+            out.append(int(seed))
+    return sorted(set(out))
+
+
+def pairs(data: dict) -> list:
+    """One row per seed: (seed, SwiGLU bits per byte, ReLU twin bits per byte, SwiGLU minus ReLU), seed 0 first.
+    Both models of a row come from the same recipe and seed, measured on the same held-out windows."""
+    m = data["models"]
+    rows = [(0, m["text-4l"]["val_bpb"], m["relu-twin"]["val_bpb"])]
+    rows += [(s, m[f"text-4l@seed{s}"]["val_bpb"], m[f"relu-twin@seed{s}"]["val_bpb"]) for s in extra_seeds(data)]
+    return [(s, swi, rel, swi - rel) for s, swi, rel in rows]
+
+
+def format_pairs(data: dict) -> str:
+    """The paired table: per seed, SwiGLU and ReLU twin bits per byte and their difference, then the mean."""
+    rows = pairs(data)
+    n = data["models"]["text-4l"]["n_positions"]
+    lines = [f"bits per byte on {n:,} held-out positions", f"{'seed':>4}  {'SwiGLU':>6}  {'ReLU':>6}  {'SwiGLU - ReLU':>13}"]
+    lines += [f"{s:>4}  {swi:>6.3f}  {rel:>6.3f}  {d:>+13.3f}" for s, swi, rel, d in rows]
+    diffs = [d for *_, d in rows]
+    lines.append(f"{'mean':>4}  {'':>6}  {'':>6}  {sum(diffs) / len(diffs):>+13.3f}   ({len(diffs)} pairs)")
+    return "\n".join(lines)
 
 
 def format_bpb(data: dict) -> str:
