@@ -81,19 +81,3 @@ def test_paired_stats_sign_test_and_quartiles():
         paired_stats(torch.zeros(3), torch.zeros(4))
     with pytest.raises(tinytf.TinyTFInputError, match="paired_stats"):
         paired_stats(torch.zeros(0), torch.zeros(0))
-
-
-def test_format_median_changes():
-    base = torch.tensor([1.0, 1.2, 0.8, 1.0], dtype=torch.float64)
-    per = {"as trained": base, "small": base + torch.tensor([0.01, -0.002, 0.02, 0.004], dtype=torch.float64),
-           "large": base + 300.0}
-    paired = {name: wb.paired_stats(b, base) for name, b in list(per.items())[1:]}
-    lines = wb.format_median_changes(paired, per).splitlines()
-    assert lines[0] == "bits per byte      median change per window  windows worse"
-    assert lines[1] == "small                                +0.004         3 of 4"  # torch median: the lower middle
-    assert lines[2] == "large                                  +300         4 of 4"  # none from 100 on
-    assert lines[3] == "" and lines[4] == "bits per byte      median window   (a uniform guess: 8)"
-    assert lines[5] == f"{'as trained':18} {1.0:13.3g}" and lines[7].endswith("301") and len(lines) == 8
-    assert max(map(len, lines)) <= 80
-    with pytest.raises(ValueError, match="format_median_changes"):
-        wb.format_median_changes({}, per)

@@ -93,23 +93,3 @@ def paired_table(rows: dict, name_width: int = 33) -> str:
         lines.append(f"{name:{name_width}} {float(d.median()):+7.{dec}f} {iqr:>16} {float(d.mean()):+7.{dec}f}"
                      f" {str(r['worse']) + ' of ' + str(len(d)):>13} {p_text:>12}")
     return "\n".join(lines)
-
-
-def format_median_changes(paired: dict, per_window: dict, name_width: int = 18) -> str:
-    """Plain text, two short tables: for each ``{variant: paired_stats(...)}`` of ``paired`` the median change per
-    window (decimals as in ``paired_table``: 3 under 1, 1 under 100, else 0) and the windows made worse; then,
-    after a blank line, for each ``{variant: [n] bits per byte}`` of ``per_window`` the median window to three
-    significant figures, next to a uniform guess's 8. With ``name_width`` 18 a row is at most 58 characters wide."""
-    if not paired or not per_window:
-        raise TinyTFInputError(f"format_median_changes: need at least one paired row and one per-window row, got "
-                               f"{len(paired)} and {len(per_window)}")
-    lines = [f"{'bits per byte':{name_width}} {'median change per window':>24} {'windows worse':>14}"]
-    for name, r in paired.items():
-        d = r["d"]  # the n differences, variant minus reference
-        dec = 3 if d.median().abs() < 1 else 1 if d.median().abs() < 100 else 0
-        worse = f"{r['worse']} of {len(d)}"
-        lines.append(f"{name:{name_width}} {float(d.median()):>+24.{dec}f} {worse:>14}")
-    lines += ["", f"{'bits per byte':{name_width}} {'median window':>13}   (a uniform guess: 8)"]
-    for name, b in per_window.items():
-        lines.append(f"{name:{name_width}} {torch.as_tensor(b).median().item():13.3g}")
-    return "\n".join(lines)
