@@ -44,9 +44,9 @@ __all__ = ["Gap", "review", "format_review", "review_table", "block_fields", "PU
 
 GATED_FFNS = ("swiglu", "geglu")
 #: expansion ratios d_ff / d_model of Llama-3-style gated FFNs: 8/3 (same parameters as a 4x two-matrix MLP) up to
-#: Llama 3's 3.5. A margin of about 0.1 either side admits the rounding real models apply (e.g. 11008 / 4096 =
-#: 2.6875; 8 d / 3 rounded down to an integer at small d, 85 / 32 = 2.66); 2.5 would lie 6% below 8/3.
-RATIO_RANGE = (2.6, 3.6)
+#: Llama 3's 3.5. The margin admits the sizes released Llama-style models chose: Llama 1 7B 11008 / 4096 = 2.69,
+#: DeepSeek-V3's dense layers 18432 / 7168 = 2.57 (so the lower edge is 2.5, not 2.6).
+RATIO_RANGE = (2.5, 3.6)
 
 _CHOICES = {
     "norm": ("rms", "layer", "rms_offset"),
