@@ -49,6 +49,24 @@ def _excludes_zero(p) -> bool:
     return p.lo > 0 or p.hi < 0
 
 
+def _check_panels(panels, post_hoc) -> tuple:
+    """forest_figure's inputs, checked: ([(title, rows)], {(panel title, label)} of the post-hoc rows)."""
+    panels = [tuple(p) for p in panels] if isinstance(panels, (list, tuple)) else None
+    if not panels or any(len(p) != 2 or not isinstance(p[1], (list, tuple)) or not p[1] for p in panels):
+        raise TinyTFInputError("forest_figure: panels: expected a non-empty sequence of (title, rows) with rows a "
+                               "non-empty list of (label, Paired[, Paired corrected])")
+    later = {tuple(h) for h in post_hoc}
+    checked = [(str(t), [_check_row(r, f"panel {t!r}, row {i}") for i, r in enumerate(rows)]) for t, rows in panels]
+    for t, rows in checked:
+        labels = [r[0] for r in rows]
+        if len(set(labels)) != len(labels):
+            raise TinyTFInputError(f"forest_figure: panel {t!r}: each row needs its own label, got {labels}")
+    unknown = later - {(t, r[0]) for t, rows in checked for r in rows}
+    if unknown:
+        raise TinyTFInputError(f"forest_figure: post_hoc: no such (panel, label): {sorted(unknown)}")
+    return checked, later
+
+
 def forest_figure(panels, post_hoc=(), title: str | None = None,
                   x_title: str = "newer block's advantage<br>(older block's loss − newer's)",
                   names: dict | None = None) -> go.Figure:
@@ -61,22 +79,10 @@ def forest_figure(panels, post_hoc=(), title: str | None = None,
     seeing the same data; the other rows are blue. The marks follow the intervals, so none can be asked for.
     ``names``: the traces' names, keys "interval", "focus", "post hoc", "corrected" (the legend's) and "mean"
     (the points'; the text alternative reads it); defaults below."""
-    panels = [tuple(p) for p in panels] if isinstance(panels, (list, tuple)) else None
-    if not panels or any(len(p) != 2 or not isinstance(p[1], (list, tuple)) or not p[1] for p in panels):
-        raise TinyTFInputError("forest_figure: panels: expected a non-empty sequence of (title, rows) with rows a "
-                               "non-empty list of (label, Paired[, Paired corrected])")
+    checked, later = _check_panels(panels, post_hoc)
     names = {"interval": "95% interval", "focus": "95% interval excludes 0 (planned)",
              "post hoc": "95% interval excludes 0 (post hoc)",
              "corrected": "corrected interval (Bonferroni)", "mean": "mean", **(names or {})}
-    later = {tuple(h) for h in post_hoc}
-    checked = [(str(t), [_check_row(r, f"panel {t!r}, row {i}") for i, r in enumerate(rows)]) for t, rows in panels]
-    for t, rows in checked:
-        labels = [r[0] for r in rows]
-        if len(set(labels)) != len(labels):
-            raise TinyTFInputError(f"forest_figure: panel {t!r}: each row needs its own label, got {labels}")
-    unknown = later - {(t, r[0]) for t, rows in checked for r in rows}
-    if unknown:
-        raise TinyTFInputError(f"forest_figure: post_hoc: no such (panel, label): {sorted(unknown)}")
 
     def kind(t, label, p):
         return "interval" if not _excludes_zero(p) else "post hoc" if (t, label) in later else "focus"
